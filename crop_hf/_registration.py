@@ -1,0 +1,73 @@
+"""Registers crop-hf's pipelines with transformers, without making ``import crop_hf`` slow.
+
+``transformers.pipelines`` takes several seconds to import. Registering eagerly would put that
+cost on every ``import crop_hf`` and every ``crop-hf --help``. Instead:
+
+* if ``transformers.pipelines`` is already imported, :func:`register_pipelines` runs at once;
+* otherwise a one-shot import hook runs it right after ``transformers.pipelines`` finishes
+  importing, which happens before any ``transformers.pipeline(...)`` call can look a task up.
+
+Either way ``import crop_hf; pipeline("labeled-translation", ...)`` works in any import order,
+and registering twice is harmless.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+
+_TARGET = "transformers.pipelines"
+
+#: task -> (module, pipeline class, transformers auto-model class name or None, input type).
+#: Each feature that adds a pipeline adds one row here.
+PIPELINE_TASKS: dict[str, tuple[str, str, str | None, str]] = {}
+
+
+def register_pipelines() -> list[str]:
+    """Register every task in :data:`PIPELINE_TASKS` that transformers does not know yet.
+
+    Returns the tasks registered by this call. Safe to call any number of times.
+    """
+    import transformers
+    from transformers.pipelines import PIPELINE_REGISTRY
+
+    known = set(PIPELINE_REGISTRY.get_supported_tasks())
+    registered = []
+    for task, (module_name, class_name, model_class, input_type) in PIPELINE_TASKS.items():
+        if task in known:
+            continue
+        pipeline_class = getattr(importlib.import_module(module_name), class_name)
+        pt_model = getattr(transformers, model_class) if model_class else ()
+        PIPELINE_REGISTRY.register_pipeline(task, pipeline_class=pipeline_class, pt_model=pt_model, type=input_type)
+        registered.append(task)
+    return registered
+
+
+class _RegisterAfterImport(importlib.abc.MetaPathFinder):
+    """Wraps the loader of ``transformers.pipelines`` so registration follows its execution."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != _TARGET:
+            return None
+        sys.meta_path.remove(self)  # one shot; also keeps the lookup below from recursing
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        execute = spec.loader.exec_module
+
+        def exec_module(module):
+            execute(module)
+            register_pipelines()
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def install() -> None:
+    """Register now if transformers' pipelines are loaded, else as soon as they are."""
+    if _TARGET in sys.modules:
+        register_pipelines()
+    elif not any(isinstance(finder, _RegisterAfterImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _RegisterAfterImport())

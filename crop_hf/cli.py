@@ -1,0 +1,55 @@
+"""The ``crop-hf`` command.
+
+Each subcommand lives in its own module under :mod:`crop_hf.commands` with two functions,
+``add_arguments(parser)`` and ``run(args) -> int``. Modules are imported only when their
+subcommand runs (``--help`` reads the one-line summaries from :data:`COMMANDS`), so
+``crop-hf --help`` answers without importing torch or transformers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+#: subcommand -> (module, one-line summary). A feature that adds a subcommand adds a row.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "env": ("crop_hf.commands.env", "print versions of crop-hf and the libraries it uses (for bug reports)"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from crop_hf import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="crop-hf",
+        description="Cross-lingual data generation for Hugging Face: labeled sequence translation, "
+        "label projection, corpus synthesis and training.",
+    )
+    parser.add_argument("--version", action="version", version=f"crop-hf {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_, summary) in COMMANDS.items():
+        subparsers.add_parser(name, help=summary, description=summary, add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if argv and argv[0] in COMMANDS:
+        name = argv[0]
+        module_name, summary = COMMANDS[name]
+        module = importlib.import_module(module_name)
+        sub = argparse.ArgumentParser(prog=f"crop-hf {name}", description=summary)
+        module.add_arguments(sub)
+        return int(module.run(sub.parse_args(argv[1:])) or 0)
+    args = parser.parse_args(argv)  # handles --help, --version and unknown commands
+    if args.command is None:
+        parser.print_help()
+        return 0
+    return 0  # pragma: no cover - every known command returned above
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of the ``crop-hf`` command; see :mod:`crop_hf.cli`."""

@@ -1,0 +1,48 @@
+"""Shared fixtures: tiny models built offline, and the real corpora in ``../shared/data``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Tests never reach the Hub: fail fast instead of retrying for ~20 s per call.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("CROP_HF_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """``../shared/data`` (or ``$CROP_HF_SHARED_DATA``); tests using it skip when it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real corpora not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def tiny_m2m100(tmp_path_factory) -> Path:
+    """Folder of a random-weight M2M100 with a trained SentencePiece tokenizer and __SLOT{i}__ tokens."""
+    from crop_hf.tiny import build_tiny_m2m100
+
+    return build_tiny_m2m100(tmp_path_factory.mktemp("tiny-m2m100"))
+
+
+@pytest.fixture(scope="session")
+def tiny_xlmr_ner(tmp_path_factory) -> Path:
+    """Folder of a random-weight XLM-R token classifier over the CoNLL labels."""
+    from crop_hf.tiny import build_tiny_xlmr_ner
+
+    return build_tiny_xlmr_ner(tmp_path_factory.mktemp("tiny-xlmr-ner"))
+
+
+@pytest.fixture(scope="session")
+def tiny_bart(tmp_path_factory) -> Path:
+    """Folder of a random-weight BART with a byte-level BPE tokenizer."""
+    from crop_hf.tiny import build_tiny_bart
+
+    return build_tiny_bart(tmp_path_factory.mktemp("tiny-bart"))
