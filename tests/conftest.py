@@ -6,6 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Machines here are small and shared: example timing is noise, not a property of the code.
+settings.register_profile("crop-hf", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("crop-hf")
 
 # Tests never reach the Hub: fail fast instead of retrying for ~20 s per call.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -1,0 +1,65 @@
+"""crop_hf registers its pipelines with transformers in either import order, without a slow import."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ECHO_MODULE = '''
+from transformers import Pipeline
+
+class EchoPipeline(Pipeline):
+    def _sanitize_parameters(self, **kwargs):
+        return {}, {}, {}
+    def preprocess(self, text):
+        return {"text": text}
+    def _forward(self, inputs):
+        return inputs
+    def postprocess(self, outputs):
+        return outputs["text"].upper()
+'''
+
+
+def run_python(code, tmp_path):
+    (tmp_path / "echo_pipeline.py").write_text(ECHO_MODULE)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+
+
+@pytest.mark.parametrize("crop_hf_first", [True, False])
+def test_tasks_register_in_either_import_order(tmp_path, crop_hf_first):
+    first, second = ("import crop_hf", "import transformers.pipelines")[:: 1 if crop_hf_first else -1]
+    code = f"""
+        import sys
+        from crop_hf import _registration
+        _registration.PIPELINE_TASKS["crop-hf-echo"] = ("echo_pipeline", "EchoPipeline", None, "text")
+        {first}
+        if {crop_hf_first!r}:
+            assert "transformers.pipelines" not in sys.modules, "import crop_hf must stay light"
+        {second}
+        from transformers.pipelines import PIPELINE_REGISTRY
+        tasks = PIPELINE_REGISTRY.get_supported_tasks()
+        missing = [t for t in _registration.PIPELINE_TASKS if t not in tasks]
+        assert not missing, missing
+        assert _registration.register_pipelines() == []  # a second registration is a no-op
+        print("ok")
+    """
+    result = run_python(code, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("ok")
+
+
+def test_registered_task_is_usable_through_transformers_pipeline(tmp_path, tiny_bart):
+    code = f"""
+        from crop_hf import _registration
+        _registration.PIPELINE_TASKS["crop-hf-echo"] = ("echo_pipeline", "EchoPipeline", "AutoModelForSeq2SeqLM", "text")
+        import crop_hf
+        from transformers import pipeline
+        echo = pipeline("crop-hf-echo", model={str(tiny_bart)!r})
+        print(echo("hola"))
+    """
+    result = run_python(code, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "HOLA"

@@ -1,0 +1,100 @@
+"""The offline tiny models load through the same Auto* path a Hub checkpoint takes."""
+
+import json
+
+import pytest
+import torch
+from transformers import (
+    AutoModelForSeq2SeqLM,
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+    pipeline,
+)
+from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
+
+from crop_hf.labels import CONLL_LABELS
+from crop_hf.tiny import SLOT_TOKENS, build_tiny_m2m100
+
+M2M100_CODES = FAIRSEQ_LANGUAGE_CODES["m2m100"]
+
+
+@pytest.fixture(scope="module")
+def m2m(tiny_m2m100):
+    return AutoTokenizer.from_pretrained(tiny_m2m100), AutoModelForSeq2SeqLM.from_pretrained(tiny_m2m100)
+
+
+def test_m2m100_knows_all_hundred_languages(m2m):
+    tokenizer, model = m2m
+    assert len(M2M100_CODES) == 100
+    ids = [tokenizer.get_lang_id(code) for code in M2M100_CODES]
+    assert len(set(ids)) == 100
+    assert max(ids) < model.config.vocab_size
+    for code in ("de", "zh", "zu", "ne"):
+        tokenizer.src_lang = code
+        encoded = tokenizer("Vivo en Gotemburgo .").input_ids
+        assert encoded[0] == tokenizer.get_lang_id(code)
+        assert tokenizer.convert_ids_to_tokens(encoded[0]) == f"__{code}__"
+    # A language token in text is one special token, not SentencePiece pieces.
+    assert tokenizer("__de__ x", add_special_tokens=False).input_ids[0] == tokenizer.get_lang_id("de")
+
+
+def test_m2m100_slot_markers_are_single_tokens_and_keep_spaces(m2m):
+    tokenizer, _ = m2m
+    tokenizer.src_lang = "en"
+    for marker in SLOT_TOKENS:
+        ids = tokenizer(marker, add_special_tokens=False).input_ids
+        assert [tokenizer.convert_ids_to_tokens(i) for i in ids if tokenizer.convert_ids_to_tokens(i) != "▁"] == [marker]
+    text = "I live in __SLOT0__ Gothenburg __SLOT0__ and __SLOT15__ Volvo __SLOT15__ ."
+    ids = tokenizer(text).input_ids
+    assert tokenizer.decode(ids, skip_special_tokens=True) == text
+
+
+def test_m2m100_generates_with_a_forced_target_language(m2m):
+    tokenizer, model = m2m
+    tokenizer.src_lang = "en"
+    batch = tokenizer(["I live in Gothenburg .", "Volvo"], return_tensors="pt", padding=True)
+    out = model.generate(**batch, forced_bos_token_id=tokenizer.get_lang_id("sv"), max_new_tokens=6, num_beams=2)
+    assert out.shape[0] == 2
+    assert (out[:, 1] == tokenizer.get_lang_id("sv")).all()
+
+
+def test_m2m100_builder_uses_the_callers_corpus(tmp_path):
+    path = build_tiny_m2m100(tmp_path, corpus=["zorblat quimbo zorblat"] * 50)
+    vocab = json.loads((path / "vocab.json").read_text(encoding="utf-8"))
+    assert "▁zorblat" in vocab
+    assert list(vocab)[:4] == ["<s>", "<pad>", "</s>", "<unk>"]
+
+
+def test_xlmr_ner_works_in_the_token_classification_pipeline(tiny_xlmr_ner):
+    model = AutoModelForTokenClassification.from_pretrained(tiny_xlmr_ner)
+    assert [model.config.id2label[i] for i in range(len(CONLL_LABELS))] == list(CONLL_LABELS)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_xlmr_ner)
+    assert tokenizer.convert_ids_to_tokens([0, 1, 2, 3]) == ["<s>", "<pad>", "</s>", "<unk>"]
+    assert tokenizer.mask_token_id == len(tokenizer) - 1
+    # Force a known prediction: every token scores highest for B-LOC.
+    with torch.no_grad():
+        model.classifier.weight.zero_()
+        model.classifier.bias.copy_(torch.arange(len(CONLL_LABELS)) == CONLL_LABELS.label2id["B-LOC"])
+    tagger = pipeline("token-classification", model=model, tokenizer=tokenizer, aggregation_strategy="first")
+    sentence = "Angela Merkel visited Paris"
+    entities = tagger(sentence)
+    assert {e["entity_group"] for e in entities} == {"LOC"}
+    covered = {i for e in entities for i in range(e["start"], e["end"])}
+    assert covered == {i for i, char in enumerate(sentence) if not char.isspace()}
+
+
+def test_xlmr_ner_pipeline_loads_from_the_folder(tiny_xlmr_ner):
+    tagger = pipeline("token-classification", model=str(tiny_xlmr_ner), aggregation_strategy="first")
+    for entity in tagger("Ich wohne in Göteborg ."):
+        assert entity["entity_group"] in CONLL_LABELS.types
+
+
+def test_bart_round_trips_a_bracket_parse(tiny_bart):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bart)
+    model = AutoModelForSeq2SeqLM.from_pretrained(tiny_bart)
+    parse = "[IN:GET_WEATHER ¿cómo estará el clima en [SL:LOCATION Miami ] ]"
+    ids = tokenizer(parse).input_ids
+    assert tokenizer.unk_token_id not in ids
+    assert tokenizer.decode(ids, skip_special_tokens=True) == parse
+    out = model.generate(**tokenizer([parse], return_tensors="pt"), max_new_tokens=5)
+    assert out.max() < model.config.vocab_size
