@@ -7,6 +7,7 @@ stays light: heavy libraries load only when a feature that needs them is used.
 
 from crop_hf import labels, seqlogical
 from crop_hf._registration import install as _install_pipelines
+from crop_hf.data import load_dataset
 from crop_hf.labels import CONLL_LABELS, PANX_LABELS, LabelSet, Span
 from crop_hf.seqlogical import ParseError, Tree, TreeTooDeepError
 
@@ -22,6 +23,7 @@ __all__ = [
     "TreeTooDeepError",
     "__version__",
     "labels",
+    "load_dataset",
     "seqlogical",
 ]
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal, NamedTuple
 
 __all__ = [
@@ -120,11 +121,11 @@ class LabelSet:
                 seen.setdefault(entity_type)
         return tuple(seen)
 
-    @property
+    @cached_property
     def label2id(self) -> dict[str, int]:
         return {name: i for i, name in enumerate(self.names)}
 
-    @property
+    @cached_property
     def id2label(self) -> dict[int, str]:
         return dict(enumerate(self.names))
 

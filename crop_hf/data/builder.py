@@ -1,0 +1,216 @@
+"""What crop-hf's dataset builders share: a cache that follows the code, finding release files, counted skips.
+
+The builders (:mod:`~crop_hf.data.conll5`, :mod:`~crop_hf.data.xtreme40`, :mod:`~crop_hf.data.cstop`,
+:mod:`~crop_hf.data.top`) are ``datasets.GeneratorBasedBuilder`` subclasses; this module imports
+``datasets`` at the top, so ``crop_hf.data`` imports it only when a builder is used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import logging
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import datasets
+
+from crop_hf.data.readers import SkippedRecords, TaggedSentence
+from crop_hf.labels import LabelSet
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CropBuilder", "CropBuilderConfig", "NerBuilder", "SemanticParseBuilder", "SemanticParseConfig", "find_split_files"]
+
+@dataclass
+class CropBuilderConfig(datasets.BuilderConfig):
+    """Options every crop-hf builder takes.
+
+    Args:
+        skip_bad_records: drop malformed sentences or rows (counted by reason and logged as a
+            warning) instead of raising an error that names the file and line.
+    """
+
+    skip_bad_records: bool = False
+
+
+def _source_hash(cls: type) -> str:
+    """A digest of the modules that decide a builder's rows, so editing them builds a fresh cache."""
+    from crop_hf import labels, seqlogical
+    from crop_hf.data import readers
+
+    digest = hashlib.sha256()
+    modules = {sys.modules[c.__module__] for c in cls.__mro__ if c.__module__.startswith("crop_hf.")}
+    for module in sorted(modules | {labels, seqlogical, readers}, key=lambda m: m.__name__):
+        digest.update(inspect.getsource(module).encode())
+    return digest.hexdigest()[:16]
+
+
+class CropBuilder(datasets.GeneratorBasedBuilder):
+    """Base of crop-hf's builders.
+
+    The cache folder's hash is taken from the source of the builder and its readers (as ``datasets``
+    does for loading scripts), so a cache written by an older version of the code is not reused.
+    After :meth:`download_and_prepare`, :attr:`skipped_records` maps each split to what
+    ``skip_bad_records`` dropped.
+    """
+
+    BUILDER_CONFIG_CLASS = CropBuilderConfig
+
+    def __init__(self, *args, **kwargs) -> None:
+        if kwargs.get("hash") is None:
+            kwargs["hash"] = _source_hash(type(self))
+        if kwargs.get("data_files") is not None:
+            raise ValueError(f"{type(self).__name__} reads a release from `data_dir`; `data_files` is not supported")
+        super().__init__(*args, **kwargs)
+        self.skipped_records: dict[str, SkippedRecords] = {}
+
+    @property
+    def _errors(self) -> str:
+        return "skip" if self.config.skip_bad_records else "strict"
+
+    def _skipped_for(self, split: str) -> SkippedRecords:
+        return self.skipped_records.setdefault(str(split), SkippedRecords())
+
+    def _report_skipped(self, split: str) -> None:
+        skipped = self.skipped_records.get(str(split))
+        if skipped is not None and skipped.total:
+            logger.warning("%s/%s %s: %s", self.name, self.config.name, split, skipped)
+
+
+def find_split_files(
+    folder: str | os.PathLike,
+    candidates: Mapping[str, Sequence[str]],
+    what: str,
+) -> dict[str, str]:
+    """Find one file per split in ``folder`` (or one folder level below it), trying names in order.
+
+    ``candidates`` maps a split to the file names releases use for it, so both layouts of a corpus
+    work (``eng.testa`` or ``valid.txt``). A missing split raises ``FileNotFoundError`` naming the
+    folder and, for each missing split, the names that were looked for.
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        raise FileNotFoundError(
+            f"{what}: {str(root)!r} is not a local folder; pass data_dir=<the extracted release> "
+            "(streaming this corpus straight from its release archive is not supported)"
+        )
+    places = [root, *sorted(p for p in root.iterdir() if p.is_dir())]
+    found: dict[str, str] = {}
+    missing: list[str] = []
+    for split, names in candidates.items():
+        path = next((place / name for name in names for place in places if (place / name).is_file()), None)
+        if path is None:
+            missing.append(f"{split}: one of {', '.join(names)}")
+        else:
+            found[split] = str(path)
+    if missing:
+        raise FileNotFoundError(
+            f"{what}: files not found in {str(root)!r} (nor in its subfolders); expected " + "; ".join(missing)
+        )
+    return found
+
+
+@dataclass
+class SemanticParseConfig(CropBuilderConfig):
+    """Options of the TOP-style builders.
+
+    Args:
+        domains: keep only utterances of these domains (``None``: all), e.g. ``("weather",)``.
+        nested: what to do with parses that have intents inside slots (TOP): ``"flatten"`` tags each
+            top-level slot over all its words and keeps the full tree in ``parse``; ``"skip"`` drops
+            the row, counted under ``"nested"`` in :attr:`skipped_records`; ``"error"`` raises.
+    """
+
+    domains: Sequence[str] | None = None
+    nested: str = "flatten"
+
+
+class NerBuilder(CropBuilder):
+    """Base of the NER builders: ``id``, ``tokens``, ``ner_tags`` (``ClassLabel`` over :attr:`LABELS`), ``lang``."""
+
+    LABELS: LabelSet
+    CITATION = ""
+    HOMEPAGE = ""
+
+    def _info(self) -> datasets.DatasetInfo:
+        return datasets.DatasetInfo(
+            description=(sys.modules[type(self).__module__].__doc__ or "").split("\n\n")[0],
+            features=datasets.Features(
+                {
+                    "id": datasets.Value("string"),
+                    "tokens": datasets.Sequence(datasets.Value("string")),
+                    "ner_tags": datasets.Sequence(datasets.ClassLabel(names=list(self.LABELS.names))),
+                    "lang": datasets.Value("string"),
+                }
+            ),
+            homepage=self.HOMEPAGE,
+            citation=self.CITATION,
+        )
+
+    def _examples(self, sentences: Iterable[TaggedSentence], lang: str, start: int = 0):
+        """``(key, example)`` pairs numbered from ``start``; tags become ids here, not in ``datasets``."""
+        encode = self.LABELS.label2id
+        for index, sentence in enumerate(sentences, start):
+            yield index, {
+                "id": str(index),
+                "tokens": sentence.tokens,
+                "ner_tags": [encode[tag] for tag in sentence.tags],
+                "lang": sentence.lang or lang,
+            }
+
+
+class SemanticParseBuilder(CropBuilder):
+    """Base of :class:`~crop_hf.data.cstop.Cstop` and :class:`~crop_hf.data.top.Top`: identical features, so they concatenate."""
+
+    BUILDER_CONFIG_CLASS = SemanticParseConfig
+    VERSION = datasets.Version("1.0.0")
+    CITATION = ""
+
+    def _info(self) -> datasets.DatasetInfo:
+        return datasets.DatasetInfo(
+            description=(sys.modules[type(self).__module__].__doc__ or "").split("\n\n")[0],
+            features=datasets.Features(
+                {
+                    "id": datasets.Value("string"),
+                    "utterance": datasets.Value("string"),
+                    "tokens": datasets.Sequence(datasets.Value("string")),
+                    "intent": datasets.Value("string"),
+                    "slot_tags": datasets.Sequence(datasets.Value("string")),
+                    "parse": datasets.Value("string"),
+                    "domain": datasets.Value("string"),
+                }
+            ),
+            citation=self.CITATION,
+        )
+
+    def _generate_examples(self, files: Sequence[str], split: str):
+        from crop_hf.data.readers import read_semantic_parses
+
+        domains = {d.lower() for d in self.config.domains} if self.config.domains else None
+        skipped = self._skipped_for(split)
+        index = 0
+        seen: set[str] = set()
+        for path in files:
+            for record in read_semantic_parses(path, nested=self.config.nested, errors=self._errors, skipped=skipped):
+                seen.add(record.domain)
+                if domains is not None and record.domain not in domains:
+                    continue
+                yield index, {
+                    "id": str(index),
+                    "utterance": record.utterance,
+                    "tokens": record.tokens,
+                    "intent": record.intent,
+                    "slot_tags": record.slot_tags,
+                    "parse": record.parse,
+                    "domain": record.domain,
+                }
+                index += 1
+        if domains is not None and index == 0:
+            # datasets cannot store an empty split; say why it is empty instead of "corresponds to no data".
+            raise ValueError(f"{self.name}/{self.config.name}: no utterance of domains {sorted(domains)} in the "
+                             f"{split} split; its domains are {sorted(seen)}")
+        self._report_skipped(split)

@@ -1,0 +1,140 @@
+"""One entry point for every corpus: ``crop_hf.load_dataset``.
+
+``datasets`` 5 no longer runs loading scripts and has no registry for third-party builders, so
+:func:`load_dataset` takes ``datasets.load_dataset``'s arguments, builds our corpora (``conll5``,
+``xtreme40``, ``cstop``, ``top``) with our builders and hands any other name to
+``datasets.load_dataset`` unchanged. Plain ``datasets.load_dataset("cstop")`` is deliberately not
+patched to reach our builders: the only hook (a private dict) makes ``datasets`` scan the current
+directory for data files, which could silently pick up unrelated files.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import datasets
+
+__all__ = ["BUILDERS", "builder_class", "load_dataset"]
+
+#: Our dataset names -> (module, builder class).
+BUILDERS: dict[str, tuple[str, str]] = {
+    "conll5": ("crop_hf.data.conll5", "Conll5"),
+    "xtreme40": ("crop_hf.data.xtreme40", "Xtreme40"),
+    "cstop": ("crop_hf.data.cstop", "Cstop"),
+    "top": ("crop_hf.data.top", "Top"),
+}
+
+
+def builder_class(name: str) -> type[datasets.DatasetBuilder]:
+    """The builder class of one of our dataset names (``KeyError`` listing them otherwise)."""
+    try:
+        module, cls = BUILDERS[name]
+    except KeyError:
+        raise KeyError(f"{name!r} is not a crop-hf dataset; expected one of {', '.join(BUILDERS)}") from None
+    return getattr(importlib.import_module(module), cls)
+
+
+def load_dataset(
+    path: str,
+    name: str | None = None,
+    data_dir: str | None = None,
+    data_files: str | Sequence[str] | Mapping[str, str | Sequence[str]] | None = None,
+    split: str | Sequence[str] | None = None,
+    cache_dir: str | None = None,
+    features: datasets.Features | None = None,
+    download_config: datasets.DownloadConfig | None = None,
+    download_mode: datasets.DownloadMode | str | None = None,
+    verification_mode: datasets.VerificationMode | str | None = None,
+    keep_in_memory: bool | None = None,
+    save_infos: bool = False,
+    revision: str | None = None,
+    token: bool | str | None = None,
+    streaming: bool = False,
+    num_proc: int | None = None,
+    storage_options: dict | None = None,
+    **config_kwargs: Any,
+) -> datasets.DatasetDict | datasets.Dataset | datasets.IterableDatasetDict | datasets.IterableDataset:
+    """Load a dataset exactly as ``datasets.load_dataset`` does, with crop-hf's corpora by name.
+
+    ``path`` is ``"conll5"``, ``"xtreme40"``, ``"cstop"`` or ``"top"`` for our builders (their
+    options, such as ``source="norne"`` or ``domains=("weather",)``, go in ``config_kwargs``), or
+    anything ``datasets.load_dataset`` accepts. Return types follow ``datasets``: a ``DatasetDict``
+    when ``split`` is ``None``, a ``Dataset`` for one split, their ``Iterable`` versions with
+    ``streaming=True``. Built data is cached in the Hugging Face cache (``HF_DATASETS_CACHE``)
+    unless ``cache_dir`` is given.
+
+    Example (``conll2002/`` holding ``esp.train``, ``esp.testa``, ``esp.testb``)::
+
+        >>> from crop_hf import load_dataset  # doctest: +SKIP
+        >>> ds = load_dataset("conll5", "es", data_dir="conll2002")  # doctest: +SKIP
+        >>> ds["train"].num_rows  # doctest: +SKIP
+        8323
+    """
+    import datasets
+
+    if path not in BUILDERS:
+        return datasets.load_dataset(
+            path,
+            name,
+            data_dir=data_dir,
+            data_files=data_files,
+            split=split,
+            cache_dir=cache_dir,
+            features=features,
+            download_config=download_config,
+            download_mode=download_mode,
+            verification_mode=verification_mode,
+            keep_in_memory=keep_in_memory,
+            save_infos=save_infos,
+            revision=revision,
+            token=token,
+            streaming=streaming,
+            num_proc=num_proc,
+            storage_options=storage_options,
+            **config_kwargs,
+        )
+    if revision is not None:
+        raise ValueError(f"{path!r} is built by crop-hf's builder; `revision` applies to Hub datasets only")
+    if streaming and num_proc is not None:
+        raise NotImplementedError("streaming with num_proc is not supported (as in datasets.load_dataset)")
+    # Same defaults as datasets.load_dataset, so both entry points cache and verify alike.
+    download_mode = datasets.DownloadMode(download_mode or datasets.DownloadMode.REUSE_DATASET_IF_EXISTS)
+    verification_mode = datasets.VerificationMode(
+        (verification_mode or datasets.VerificationMode.BASIC_CHECKS)
+        if not save_infos
+        else datasets.VerificationMode.ALL_CHECKS
+    )
+    builder = builder_class(path)(
+        cache_dir=cache_dir,
+        config_name=name,
+        data_dir=data_dir,
+        data_files=data_files,
+        features=features,
+        token=token,
+        storage_options=storage_options,
+        **config_kwargs,
+    )
+    if streaming:
+        return builder.as_streaming_dataset(split=split)
+    try:
+        builder.download_and_prepare(
+            download_config=download_config,
+            download_mode=download_mode,
+            verification_mode=verification_mode,
+            num_proc=num_proc,
+            storage_options=storage_options,
+        )
+    except datasets.exceptions.DatasetGenerationError as error:
+        # datasets wraps our bad-input errors ("file:line: expected ...") in a generic "An error
+        # occurred while generating the dataset"; the user needs ours, so it is raised instead.
+        if isinstance(error.__cause__, ValueError):
+            raise error.__cause__ from None
+        raise
+    from datasets.utils.info_utils import is_small_dataset
+
+    if keep_in_memory is None:
+        keep_in_memory = is_small_dataset(builder.info.dataset_size)
+    return builder.as_dataset(split=split, in_memory=keep_in_memory)

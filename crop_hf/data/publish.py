@@ -1,0 +1,162 @@
+"""Publish a corpus built by our builders as parquet with a generated dataset card.
+
+What ``dataset_scripts/`` run. The folder written by :func:`write_parquet` has the layout that
+``DatasetDict.push_to_hub`` produces (``<config>/<split>-00000-of-00001.parquet`` and a README whose
+YAML lists ``configs``), so ``datasets.load_dataset(folder, "<config>")`` reads it locally and a Hub
+repository made by :func:`push_to_hub` reads the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["build_configs", "dataset_card", "main", "push_to_hub", "write_parquet"]
+
+
+def build_configs(
+    name: str,
+    configs: Sequence[str],
+    *,
+    data_dir: str | None = None,
+    cache_dir: str | None = None,
+    **config_kwargs: Any,
+) -> dict[str, Any]:
+    """``{config: DatasetDict}`` built with :func:`crop_hf.data.load_dataset`."""
+    from crop_hf.data.loading import load_dataset
+
+    return {
+        config: load_dataset(name, config, data_dir=data_dir, cache_dir=cache_dir, **config_kwargs)
+        for config in configs
+    }
+
+
+def _describe_features(features) -> list[str]:
+    import datasets
+
+    lines = []
+    for column, feature in features.items():
+        inner = feature.feature if isinstance(feature, (datasets.Sequence, datasets.List)) else feature
+        kind = "list of " if inner is not feature else ""
+        if isinstance(inner, datasets.ClassLabel):
+            lines.append(f"- `{column}`: {kind}class ids; names in id order: `{' '.join(inner.names)}`")
+        else:
+            lines.append(f"- `{column}`: {kind}{getattr(inner, 'dtype', type(inner).__name__)}")
+    return lines
+
+
+def dataset_card(name: str, built: Mapping[str, Any], pretty_name: str | None = None, license: str | None = None):
+    """A ``huggingface_hub.DatasetCard`` whose YAML lists the configs and whose text is generated from the data."""
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    configs = [
+        {"config_name": config, "data_files": [{"split": split, "path": f"{config}/{split}-*"} for split in dsd]}
+        for config, dsd in built.items()
+    ]
+    first = next(iter(built.values()))
+    info = next(iter(first.values())).info
+    data = DatasetCardData(pretty_name=pretty_name or name, license=license, configs=configs)
+    table = ["| config | " + " | ".join(first) + " |", "| --- |" + " --- |" * len(first)]
+    for config, dsd in built.items():
+        table.append(f"| {config} | " + " | ".join(str(dsd[split].num_rows) for split in first) + " |")
+    body = "\n".join(
+        [
+            f"# {pretty_name or name}",
+            "",
+            (info.description or "").strip(),
+            "",
+            f"Built with crop-hf from the original release by `dataset_scripts/build_{name}.py` "
+            f"(builder `crop_hf.data.{name}`).",
+            "",
+            "## Rows per split",
+            "",
+            *table,
+            "",
+            "## Features",
+            "",
+            *_describe_features(info.features),
+            "",
+            "## Loading",
+            "",
+            "```python",
+            "from datasets import load_dataset",
+            "",
+            f'ds = load_dataset("<this repository or folder>", "{next(iter(built))}")',
+            "```",
+            "",
+            "## Citation",
+            "",
+            "```bibtex",
+            (info.citation or "").strip(),
+            "```",
+            "",
+        ]
+    )
+    return DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body}")
+
+
+def write_parquet(built: Mapping[str, Any], output_dir: str | Path, name: str, **card_kwargs: Any) -> Path:
+    """Write ``<output_dir>/<config>/<split>-00000-of-00001.parquet`` and the README card; return the folder."""
+    output = Path(output_dir)
+    for config, dsd in built.items():
+        (output / config).mkdir(parents=True, exist_ok=True)
+        for split, dataset in dsd.items():
+            dataset.to_parquet(str(output / config / f"{split}-00000-of-00001.parquet"))
+    dataset_card(name, built, **card_kwargs).save(str(output / "README.md"))
+    return output
+
+
+def push_to_hub(built: Mapping[str, Any], repo_id: str, name: str, *, private: bool | None = None,
+                token: str | None = None, **card_kwargs: Any) -> None:
+    """Upload each config as parquet (``DatasetDict.push_to_hub``), then the generated card."""
+    for config, dsd in built.items():
+        dsd.push_to_hub(repo_id, config_name=config, private=private, token=token)
+    dataset_card(name, built, **card_kwargs).push_to_hub(repo_id, token=token)
+
+
+def main(
+    name: str,
+    all_configs: Sequence[str],
+    argv: Sequence[str] | None = None,
+    *,
+    pretty_name: str | None = None,
+    license: str | None = None,
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> dict[str, Any]:
+    """Command line of a ``dataset_scripts/build_<name>.py`` script; returns what it built.
+
+    The scripts configure logging; this function, being library code, does not.
+    """
+    parser = argparse.ArgumentParser(description=f"Build {pretty_name or name} from its original release and "
+                                     "write it as parquet with a dataset card, or push it to the Hub.")
+    parser.add_argument("--data-dir", help="folder holding the original release (default: download it)")
+    parser.add_argument("--configs", nargs="+", default=list(all_configs), choices=list(all_configs),
+                        metavar="CONFIG", help=f"configs to build (default: all of {', '.join(all_configs)})")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--output-dir", help="write parquet files and README.md here")
+    target.add_argument("--push-to-hub", metavar="ORG/NAME", help="upload to this Hub dataset repository")
+    parser.add_argument("--private", action="store_true", help="create the Hub repository private")
+    parser.add_argument("--cache-dir", help="datasets cache folder (default: the Hugging Face cache)")
+    parser.add_argument("--skip-bad-records", action="store_true",
+                        help="drop malformed records (counted and logged) instead of stopping at the first")
+    if add_arguments is not None:
+        add_arguments(parser)
+    args = parser.parse_args(argv)
+    extra = {key: value for key, value in vars(args).items()
+             if key not in {"data_dir", "configs", "output_dir", "push_to_hub", "private", "cache_dir",
+                            "skip_bad_records"} and value is not None}
+    built = build_configs(name, args.configs, data_dir=args.data_dir, cache_dir=args.cache_dir,
+                          skip_bad_records=args.skip_bad_records, **extra)
+    card = {"pretty_name": pretty_name, "license": license}
+    if args.output_dir:
+        folder = write_parquet(built, args.output_dir, name, **card)
+        logger.info("wrote %s", folder)
+    else:
+        push_to_hub(built, args.push_to_hub, name, private=args.private or None, **card)
+        logger.info("pushed to %s", args.push_to_hub)
+    return built
