@@ -22,23 +22,33 @@ _TARGET = "transformers.pipelines"
 
 #: task -> (module, pipeline class, transformers auto-model class name or None, input type).
 #: Each feature that adds a pipeline adds one row here.
-PIPELINE_TASKS: dict[str, tuple[str, str, str | None, str]] = {}
+PIPELINE_TASKS: dict[str, tuple[str, str, str | None, str]] = {
+    "labeled-translation": ("crop_hf.translation.pipeline", "LabeledSequenceTranslationPipeline", "AutoModelForSeq2SeqLM", "text"),
+    "projection": ("crop_hf.projection.pipeline", "ProjectionPipeline", "AutoModel", "text"),
+}
 
 
 def register_pipelines() -> list[str]:
     """Register every task in :data:`PIPELINE_TASKS` that transformers does not know yet.
 
     Returns the tasks registered by this call. Safe to call any number of times.
+
+    A pipeline module may itself be what first imports ``transformers.pipelines`` (a user who
+    imports ``crop_hf.translation.pipeline`` directly); the hook then finds that module half
+    imported, without its class. Such a task is skipped here, and every pipeline module ends with
+    a call to this function, which registers it once its class exists.
     """
     import transformers
     from transformers.pipelines import PIPELINE_REGISTRY
 
-    known = set(PIPELINE_REGISTRY.get_supported_tasks())
     registered = []
     for task, (module_name, class_name, model_class, input_type) in PIPELINE_TASKS.items():
-        if task in known:
+        module = sys.modules.get(module_name)
+        if task in PIPELINE_REGISTRY.get_supported_tasks() or (module and not hasattr(module, class_name)):
             continue
         pipeline_class = getattr(importlib.import_module(module_name), class_name)
+        if task in PIPELINE_REGISTRY.get_supported_tasks():  # importing the module registered it
+            continue
         pt_model = getattr(transformers, model_class) if model_class else ()
         PIPELINE_REGISTRY.register_pipeline(task, pipeline_class=pipeline_class, pt_model=pt_model, type=input_type)
         registered.append(task)

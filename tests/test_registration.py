@@ -63,3 +63,19 @@ def test_registered_task_is_usable_through_transformers_pipeline(tmp_path, tiny_
     result = run_python(code, tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "HOLA"
+
+
+@pytest.mark.parametrize("module", ["crop_hf.translation.pipeline", "crop_hf.projection.pipeline"])
+def test_importing_a_pipeline_module_first_registers_every_task(tmp_path, module):
+    # The module's own import of transformers.pipelines fires the hook while the module is half
+    # imported; it must not break the import, and its task must still end up registered.
+    code = f"""
+        import {module}
+        from crop_hf import _registration
+        from transformers.pipelines import PIPELINE_REGISTRY
+        tasks = PIPELINE_REGISTRY.get_supported_tasks()
+        print(sorted(t for t in _registration.PIPELINE_TASKS if t not in tasks))
+    """
+    result = run_python(code, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"

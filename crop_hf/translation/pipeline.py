@@ -1,0 +1,285 @@
+"""``pipeline("labeled-translation")``: translate labeled sentences and read the entities back.
+
+transformers 5 removed its translation pipeline; this one subclasses :class:`transformers.Pipeline`
+and calls ``model.generate`` itself. Each sentence is marked (:mod:`crop_hf.markers`), translated,
+and its markers are extracted; with several hypotheses the first one whose markers extract
+completely wins, as in CroP.
+
+>>> import crop_hf
+>>> from transformers import pipeline
+>>> translate = pipeline("labeled-translation", model="facebook/m2m100_418M")  # doctest: +SKIP
+>>> translate({"tokens": ["I", "live", "in", "Gothenburg", "."], "ner_tags": ["O", "O", "O", "B-LOC", "O"]},
+...           src_lang="en", tgt_lang="de", num_beams=4, num_return_sequences=4)  # doctest: +SKIP
+{'translation': 'Ich wohne in Göteborg .', 'entities': [{'text': 'Göteborg', 'label': 'LOC', ...}], ...}
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import islice
+from typing import Any
+
+from transformers import GenerationConfig, Pipeline
+
+from crop_hf import _registration
+from crop_hf.labels import tags_to_spans
+from crop_hf.markers import Extraction, MarkedSentence, MarkerStyle, get_marker_style
+from crop_hf.translation.languages import LanguageSetup, resolve_languages
+
+__all__ = ["LabeledSequenceTranslationPipeline"]
+
+logger = logging.getLogger(__name__)
+
+# Sorting by length happens within windows of this many batches, so a stream is never held whole.
+_BUCKET_WINDOW = 32
+
+
+class LabeledSequenceTranslationPipeline(Pipeline):
+    """Translate sentences whose entities are wrapped in boundary markers; return the entities.
+
+    Inputs (one, a list, a ``datasets.Dataset`` or any iterable, streamed):
+
+    * ``{"tokens": [...], "ner_tags": [...]}`` with IOB2 tag strings, or tag ids together with
+      ``label_names`` (taken from a ``datasets.Dataset``'s ``ClassLabel`` feature when omitted);
+    * ``{"text": "...", "entities": [{"start": 10, "end": 20, "label": "LOC"}, ...]}``;
+    * a plain string (no entities) or an already :class:`~crop_hf.markers.MarkedSentence`.
+
+    Parameters (at construction or per call): ``src_lang``, ``tgt_lang`` (codes of the model's
+    family, see :mod:`crop_hf.translation.languages`), ``num_beams``, ``num_return_sequences``
+    (hypotheses tried per sentence), ``max_new_tokens``, ``batch_size`` (sentences of similar length
+    are batched together; results come back in input order), ``label_names``, ``tag_scheme``.
+    Construction only: ``marker_style`` (``"crop"`` or ``"easyproject"``), ``max_slots``.
+
+    Output per sentence: ``translation`` (markers removed), ``marked_translation``, ``entities``
+    (``text``, ``label``, ``start``, ``end`` into ``translation``, ``slot``), ``complete``,
+    ``failures`` (``slot``, ``reason``, ``label``, ``text`` per broken slot), ``hypotheses_tried``,
+    ``source`` and ``marked_source``.
+    """
+
+    _load_processor = False
+    _load_image_processor = False
+    _load_feature_extractor = False
+    _load_tokenizer = True
+    _pipeline_calls_generate = True
+    _default_generation_config = GenerationConfig(max_new_tokens=256)
+
+    def __init__(self, *args, marker_style: str | MarkerStyle | None = None, max_slots: int = 16, **kwargs):
+        self.marker_style = get_marker_style(marker_style)
+        super().__init__(*args, **kwargs)
+        self._marker_ids = self._ensure_marker_tokens(max_slots)
+        self._default_languages: LanguageSetup | None = None
+
+    # --- set-up ---------------------------------------------------------------------------
+
+    def _ensure_marker_tokens(self, max_slots: int) -> set[int]:
+        """Give every marker its own token id, adding missing ones (and embedding rows).
+
+        An untrained model has never seen added markers, so it will rarely keep them: fine-tune
+        it on marked parallel data first (CroP's labeled sequence translation model).
+        """
+        markers = sorted({m for slot in range(max_slots) for m in self.marker_style.markers(slot)})
+        vocab = self.tokenizer.get_vocab()
+        missing = [m for m in markers if m not in vocab]
+        if missing and self.marker_style.typed:
+            self.tokenizer.add_tokens(missing)
+            embeddings = self.model.get_input_embeddings().weight.shape[0]
+            if len(self.tokenizer) > embeddings:
+                self.model.resize_token_embeddings(len(self.tokenizer))
+            logger.warning(
+                "added %d marker tokens (%s ...) to the tokenizer and resized the embeddings; a model not "
+                "fine-tuned on marked text will not keep them, so expect incomplete records",
+                len(missing), missing[0],
+            )
+        vocab = self.tokenizer.get_vocab()
+        return {vocab[m] for m in markers if m in vocab}
+
+    def _sanitize_parameters(
+        self,
+        src_lang: str | None = None,
+        tgt_lang: str | None = None,
+        num_beams: int | None = None,
+        num_return_sequences: int | None = None,
+        max_new_tokens: int | None = None,
+        label_names: Sequence[str] | None = None,
+        tag_scheme: str | None = None,
+        generate_kwargs: dict | None = None,
+        **kwargs,
+    ):
+        if kwargs:
+            raise TypeError(f"unexpected parameters for labeled-translation: {sorted(kwargs)}")
+        preprocess: dict[str, Any] = {}
+        forward: dict[str, Any] = {}
+        if src_lang is not None or tgt_lang is not None:
+            languages = resolve_languages(self.tokenizer, src_lang, tgt_lang)
+            preprocess["languages"] = forward["languages"] = languages
+        if label_names is not None:
+            preprocess["label_names"] = list(label_names)
+        if tag_scheme is not None:
+            preprocess["tag_scheme"] = tag_scheme
+        generate = dict(generate_kwargs or {})
+        for key, value in (("num_beams", num_beams), ("num_return_sequences", num_return_sequences),
+                           ("max_new_tokens", max_new_tokens)):
+            if value is not None:
+                generate[key] = value
+        if generate:
+            forward["generate_kwargs"] = generate
+        return preprocess, forward, {}
+
+    # --- inputs ---------------------------------------------------------------------------
+
+    def mark(
+        self,
+        record: Any,
+        label_names: Sequence[str] | None = None,
+        tag_scheme: str = "IOB2",
+    ) -> MarkedSentence:
+        """Turn one input record into a :class:`MarkedSentence` in this pipeline's marker style."""
+        if isinstance(record, MarkedSentence):
+            return record
+        if isinstance(record, str):
+            return self.marker_style.mark_text(record, [])
+        if not isinstance(record, Mapping):
+            raise TypeError(f"expected a dict with 'tokens' and 'ner_tags' or 'text' and 'entities', got {type(record)}")
+        if "tokens" in record:
+            tags = record.get("ner_tags", record.get("tags"))
+            if tags is None:
+                raise ValueError("a record with 'tokens' needs 'ner_tags' (IOB2 strings, or ids with label_names)")
+            tags = list(tags)
+            if len(tags) != len(record["tokens"]):
+                raise ValueError(f"{len(record['tokens'])} tokens but {len(tags)} tags")
+            if tags and not isinstance(tags[0], str):
+                if label_names is None:
+                    raise ValueError("ner_tags are ids: pass label_names (e.g. crop_hf.CONLL_LABELS.names)")
+                tags = [label_names[int(tag)] for tag in tags]
+            return self.marker_style.mark_tokens(list(record["tokens"]), tags_to_spans(tags, tag_scheme))
+        if "text" in record:
+            return self.marker_style.mark_text(record["text"], record.get("entities") or [])
+        raise ValueError(f"expected 'tokens' and 'ner_tags', or 'text' and 'entities'; got keys {sorted(record)}")
+
+    # --- calling ----------------------------------------------------------------------------
+
+    def __call__(self, inputs, *args, **kwargs):
+        """Translate one record (returns a dict), a list (a list) or a dataset/iterable (an iterator)."""
+        if isinstance(inputs, (Mapping, str, MarkedSentence)):
+            return super().__call__(inputs, *args, **kwargs)
+        # Explicit > the dataset's ClassLabel names > what the pipeline was built with.
+        label_names = kwargs.pop("label_names", None) or _class_label_names(inputs)
+        label_names = label_names or self._preprocess_params.get("label_names")
+        tag_scheme = kwargs.pop("tag_scheme", None) or self._preprocess_params.get("tag_scheme", "IOB2")
+        batch_size = kwargs.get("batch_size") or self._batch_size or 1
+        if isinstance(inputs, (list, tuple)):
+            return list(self._bucketed(iter(inputs), len(inputs) or 1, label_names, tag_scheme, kwargs))
+        return self._bucketed(iter(inputs), batch_size * _BUCKET_WINDOW, label_names, tag_scheme, kwargs)
+
+    def _bucketed(
+        self, records: Iterator[Any], window: int, label_names, tag_scheme: str, kwargs: dict
+    ) -> Iterator[dict]:
+        """Translate ``window`` records at a time, sorted by length so batches pad little."""
+        offset = 0
+        while chunk := list(islice(records, window)):
+            marked = []
+            for index, record in enumerate(chunk, start=offset):
+                try:
+                    marked.append(self.mark(record, label_names, tag_scheme))
+                except (ValueError, TypeError, KeyError, IndexError) as err:
+                    raise type(err)(f"sentence {index}: {err}") from err
+            order = sorted(range(len(marked)), key=lambda i: len(marked[i].text))
+            outputs = super().__call__([marked[i] for i in order], **kwargs)
+            results: list[dict | None] = [None] * len(marked)
+            for position, output in zip(order, outputs, strict=True):
+                results[position] = output
+            yield from results
+            offset += len(chunk)
+
+    def preprocess(
+        self,
+        record: Any,
+        languages: LanguageSetup | None = None,
+        label_names: Sequence[str] | None = None,
+        tag_scheme: str = "IOB2",
+    ) -> dict[str, Any]:
+        marked = self.mark(record, label_names, tag_scheme)
+        languages = self._languages(languages)
+        languages.apply(self.tokenizer)
+        encoded = self.tokenizer(languages.prefix + marked.text, return_tensors="pt")
+        return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"], "marked": marked}
+
+    def _languages(self, languages: LanguageSetup | None) -> LanguageSetup:
+        if languages is not None:
+            return languages
+        if self._default_languages is None:
+            # Families without language codes (MarianMT) need none; the others raise a clear error.
+            self._default_languages = resolve_languages(self.tokenizer, None, None)
+        return self._default_languages
+
+    def _forward(
+        self, model_inputs: dict[str, Any], languages: LanguageSetup | None = None, generate_kwargs: dict | None = None
+    ) -> dict[str, Any]:
+        marked = model_inputs.pop("marked")
+        marked = marked if isinstance(marked, list) else [marked]
+        languages = self._languages(languages)
+        generate_kwargs = dict(generate_kwargs or {})
+        settings = self._get_set_generation_params({**self._generate_kwargs, **generate_kwargs})
+        returns = settings.get("num_return_sequences") or 1
+        if not settings.get("do_sample") and returns > (settings.get("num_beams") or 1):
+            generate_kwargs["num_beams"] = returns  # beam search returns at most num_beams hypotheses
+        generate_kwargs = self._prepare_generate_kwargs(generate_kwargs, **languages.generate_kwargs())
+        output_ids = self.model.generate(**model_inputs, **generate_kwargs)
+        batch = model_inputs["input_ids"].shape[0]
+        output_ids = output_ids.reshape(batch, output_ids.shape[0] // batch, *output_ids.shape[1:])
+
+        entity_translations: list[dict[int, str]] = [{} for _ in marked]
+        wanted = [(i, e) for i, m in enumerate(marked) if self.marker_style.needs_entity_translations(m)
+                  for e in m.entities]
+        if wanted:
+            encoded = self.tokenizer([languages.prefix + e.text for _, e in wanted], return_tensors="pt", padding=True)
+            single = {k: v for k, v in generate_kwargs.items() if k != "num_return_sequences"}
+            ids = self.model.generate(**encoded.to(self.model.device), **single)
+            for (i, entity), text in zip(wanted, self._decode(ids), strict=True):
+                entity_translations[i][entity.slot] = text
+        return {"output_ids": output_ids, "marked": marked, "entity_translations": entity_translations}
+
+    def _decode(self, ids) -> list[str]:
+        """Decode keeping marker tokens even where they are special, dropping every other special token."""
+        drop = set(self.tokenizer.all_special_ids) - self._marker_ids
+        return [
+            self.tokenizer.decode([i for i in row.tolist() if i not in drop], clean_up_tokenization_spaces=False)
+            for row in ids
+        ]
+
+    def postprocess(self, model_outputs: dict[str, Any]) -> dict[str, Any]:
+        marked = _first(model_outputs["marked"])
+        entity_translations = _first(model_outputs["entity_translations"])
+        hypotheses = self._decode(model_outputs["output_ids"].reshape(-1, model_outputs["output_ids"].shape[-1]))
+        best: Extraction | None = None
+        tried = 0
+        for hypothesis in hypotheses:
+            tried += 1
+            extraction = self.marker_style.extract(marked, hypothesis, entity_translations)
+            if best is None or len(extraction.entities) > len(best.entities):
+                best = extraction
+            if extraction.complete:
+                best = extraction
+                break
+        result = best.as_dict()
+        result.update(hypotheses_tried=tried, source=marked.source, marked_source=marked.text)
+        return result
+
+
+def _first(value):
+    """Unbatched pipeline outputs keep non-tensor values either bare or in a one-element list."""
+    return value[0] if isinstance(value, list) else value
+
+
+def _class_label_names(inputs: Any) -> list[str] | None:
+    """Label names of a ``datasets`` ``ner_tags`` column of ``ClassLabel`` ids, if there is one."""
+    features = getattr(inputs, "features", None)
+    feature = features.get("ner_tags") if isinstance(features, Mapping) else None
+    inner = getattr(feature, "feature", feature)
+    names = getattr(inner, "names", None)
+    return list(names) if names else None
+
+
+# Registers this pipeline when this module was what first imported transformers.pipelines.
+_registration.register_pipelines()
