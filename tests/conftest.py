@@ -16,6 +16,9 @@ settings.load_profile("crop-hf")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Tiny models gain nothing from intra-op threads; on 2 shared cores extra threads spin against each
+# other and make training steps several times slower. Subprocesses (torchrun tests) inherit this.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("CROP_HF_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
@@ -51,3 +54,11 @@ def tiny_bart(tmp_path_factory) -> Path:
     from crop_hf.tiny import build_tiny_bart
 
     return build_tiny_bart(tmp_path_factory.mktemp("tiny-bart"))
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> Path:
+    """Folder of a random-weight BERT encoder with a small WordPiece vocabulary (words split into subwords)."""
+    from crop_hf.tiny import build_tiny_bert
+
+    return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))

@@ -1,0 +1,99 @@
+"""Evaluation measures of crop-hf, as plain functions over plain Python data.
+
+* :func:`projection_scores` — how good projected labels are: span precision, recall and F1
+  against gold target labels (seqeval's default, conlleval-compatible reading of the tags) and
+  the share of sentences kept (CroP's Figure 6 reports this F1 per language).
+
+>>> gold = [["B-PER", "I-PER", "O", "B-LOC"], ["B-ORG", "O"]]
+>>> projected = [["B-PER", "I-PER", "O", "O"], None]  # the second sentence was dropped
+>>> scores = projection_scores(projected, gold)
+>>> scores["precision"], scores["recall"], scores["kept_rate"]
+(1.0, 0.5, 0.5)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+__all__ = ["projection_scores"]
+
+
+def _entities(tags: Sequence[str]) -> set[tuple[str, int, int]]:
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    return set(get_entities(list(tags)))
+
+
+def _prf(correct: int, predicted: int, gold: int) -> dict[str, float]:
+    precision = correct / predicted if predicted else 0.0
+    recall = correct / gold if gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1}
+
+
+def projection_scores(
+    predictions: Sequence[Sequence[str] | Mapping[str, Any] | None],
+    references: Sequence[Sequence[str]],
+    *,
+    kept: Sequence[bool] | None = None,
+    over: Literal["kept", "all"] = "kept",
+) -> dict[str, Any]:
+    """Score projected tags against gold tags of the same target tokens.
+
+    Args:
+        predictions: per sentence, the projected IOB2 tags, a projection output (a dict with
+            ``tags`` and ``kept``, as :class:`crop_hf.projection.ProjectionPipeline` returns), or
+            ``None`` for a sentence that was dropped.
+        references: the gold IOB2 tags of each sentence.
+        kept: which sentences were kept, when ``predictions`` are bare tag lists that include
+            dropped ones.
+        over: ``"kept"`` scores only kept sentences (the quality of the projected corpus, as in
+            CroP); ``"all"`` also counts every gold entity of a dropped sentence as missed.
+
+    Returns:
+        ``precision``, ``recall``, ``f1`` (micro-averaged over entities: a prediction is correct
+        when type, start and end all match), ``per_type`` (the same per entity type, with
+        ``support``), ``sentences``, ``kept`` and ``kept_rate``.
+    """
+    if over not in {"kept", "all"}:
+        raise ValueError(f"over must be 'kept' or 'all', got {over!r}")
+    if len(predictions) != len(references):
+        raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
+    if kept is not None and len(kept) != len(predictions):
+        raise ValueError(f"{len(kept)} kept flags but {len(predictions)} predictions")
+    correct: Counter[str] = Counter()
+    predicted: Counter[str] = Counter()
+    gold: Counter[str] = Counter()
+    n_kept = 0
+    for index, (prediction, reference) in enumerate(zip(predictions, references, strict=True)):
+        is_kept = prediction is not None
+        if isinstance(prediction, Mapping):
+            is_kept = bool(prediction.get("kept", True))
+            prediction = prediction["tags"]
+        if kept is not None:
+            is_kept = is_kept and bool(kept[index])
+        n_kept += is_kept
+        if not is_kept:
+            if over == "all":
+                gold.update(label for label, _, _ in _entities(reference))
+            continue
+        if len(prediction) != len(reference):
+            raise ValueError(f"sentence {index}: {len(prediction)} projected tags but {len(reference)} gold tags; "
+                             "projection and gold must tag the same tokens")
+        true_entities, predicted_entities = _entities(reference), _entities(prediction)
+        gold.update(label for label, _, _ in true_entities)
+        predicted.update(label for label, _, _ in predicted_entities)
+        correct.update(label for label, _, _ in true_entities & predicted_entities)
+    per_type = {
+        label: {**_prf(correct[label], predicted[label], gold[label]), "support": gold[label]}
+        for label in sorted(gold | predicted)
+    }
+    return {
+        **_prf(sum(correct.values()), sum(predicted.values()), sum(gold.values())),
+        "per_type": per_type,
+        "sentences": len(references),
+        "kept": n_kept,
+        "kept_rate": n_kept / len(references) if references else 0.0,
+    }

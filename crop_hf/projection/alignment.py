@@ -1,0 +1,140 @@
+"""Alignment projection (CSTOP's translate-and-align): copy source spans onto aligned target words.
+
+Given a labeled source sentence, a target sentence and a word alignment between them (from
+:mod:`crop_hf.alignment`: eflomal + grow-diag-final-and as in CSTOP, or an embedding aligner):
+
+1. a source span's label goes to the **union of the target words aligned to any of its words**;
+2. if those words are not contiguous, each contiguous piece becomes **a separate span of the
+   same type** (CSTOP's rule for discontinuous slots); ``fill_gaps=N`` first joins pieces
+   separated by at most ``N`` unaligned-to-this-span words;
+3. a target word claimed by several source spans goes to the span with the **most alignment
+   links to that word**; ties go to the span with more links overall, then to the earlier span.
+   The losers keep their other words (split again into contiguous pieces);
+4. punctuation-only words are trimmed from the edges of every piece, so a piece that is **only
+   punctuation is dropped**.
+
+Each source span gets a status: ``"projected"`` (one piece), ``"split"`` (several),
+``"unaligned"`` (no links), ``"punctuation"`` (aligned only to punctuation) or ``"conflict"``
+(all its words went to other spans). A sentence is complete when every span is projected or
+split; unlike lexical projection, incomplete sentences are kept by default (CSTOP keeps every
+translation).
+
+>>> result = project_alignment(
+...     ["I", "live", "in", "New", "York", "."], ["O", "O", "O", "B-LOC", "I-LOC", "O"],
+...     ["Vivo", "en", "Nueva", "York", "."], [(1, 0), (2, 1), (3, 2), (4, 3), (5, 4)])
+>>> result.tags
+['O', 'O', 'B-LOC', 'I-LOC', 'O']
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from crop_hf.alignment.symmetrize import parse_pharaoh
+from crop_hf.labels import Span, TagScheme, tags_to_spans
+from crop_hf.projection.result import EntityStatus, ProjectedEntity, ProjectionResult
+from crop_hf.projection.target import TargetSentence, Tokenization, is_punctuation, tokenize_target
+
+__all__ = ["project_alignment", "source_spans"]
+
+
+def source_spans(tags_or_spans: Sequence, scheme: TagScheme = "IOB2") -> list[Span]:
+    """Spans from a tag sequence (``"B-PER"``, ...) or from ``(start, end, label)`` triples."""
+    items = list(tags_or_spans)
+    if items and not isinstance(items[0], str):
+        return [Span(*item) for item in items]
+    return tags_to_spans(items, scheme)
+
+
+def _runs(words: Iterable[int], fill_gaps: int = 0) -> list[list[int]]:
+    """Sorted word indices → contiguous runs; runs separated by at most ``fill_gaps`` words are joined."""
+    runs: list[list[int]] = []
+    for j in sorted(words):
+        if runs and j - runs[-1][-1] - 1 <= fill_gaps:
+            runs[-1].extend(range(runs[-1][-1] + 1, j + 1))
+        else:
+            runs.append([j])
+    return runs
+
+
+def project_alignment(
+    source_tokens: Sequence[str] | None,
+    source_tags: Sequence,
+    target: str | Sequence[str] | TargetSentence,
+    alignment: Iterable[tuple[int, int]] | str,
+    *,
+    lang: str | None = None,
+    tokenization: Tokenization = "auto",
+    fill_gaps: int = 0,
+    scheme: TagScheme = "IOB2",
+    drop_incomplete: bool = False,
+) -> ProjectionResult:
+    """Project source spans through a word alignment (see the module docstring for the rules).
+
+    Args:
+        source_tokens: the source words (used for entity texts; may be ``None``).
+        source_tags: source tags in ``scheme``, or ``(start, end, label)`` spans.
+        target: the target sentence, as text or tokens (tokenized like the alignment's target side).
+        alignment: ``(source_word, target_word)`` pairs, or Pharaoh text ``"0-0 1-2"``.
+        fill_gaps: join pieces of one span separated by at most this many words.
+        drop_incomplete: mark sentences with an unprojected span as not kept.
+    """
+    if fill_gaps < 0:
+        raise ValueError(f"fill_gaps must be >= 0, got {fill_gaps}")
+    sentence = target if isinstance(target, TargetSentence) else tokenize_target(target, lang, tokenization)
+    links = parse_pharaoh(alignment) if isinstance(alignment, str) else sorted(set(alignment))
+    spans = source_spans(source_tags, scheme)
+    if source_tokens is not None:
+        n_source = len(source_tokens)
+    elif source_tags and isinstance(source_tags[0], str):
+        n_source = len(source_tags)
+    else:
+        n_source = max((span.end for span in spans), default=0) if not links else max(i for i, _ in links) + 1
+    n_target = len(sentence.tokens)
+    for i, j in links:
+        if not (0 <= i < n_source and 0 <= j < n_target):
+            raise ValueError(f"alignment link {i}-{j} is outside the sentences ({n_source} source and "
+                             f"{n_target} target words)")
+
+    source_of = {}
+    for k, span in enumerate(spans):
+        for i in range(span.start, span.end):
+            source_of[i] = k
+    link_counts = [Counter() for _ in spans]  # per span: target word -> links into it
+    for i, j in links:
+        if i in source_of:
+            link_counts[source_of[i]][j] += 1
+    candidates = [{j for run in _runs(counts, fill_gaps) for j in run} for counts in link_counts]
+    totals = [sum(counts.values()) for counts in link_counts]
+
+    owner: dict[int, int] = {}
+    for k, words in enumerate(candidates):
+        for j in words:
+            best = owner.get(j)
+            if best is None or (link_counts[k][j], totals[k], -k) > (link_counts[best][j], totals[best], -best):
+                owner[j] = k
+
+    projected: list[ProjectedEntity] = []
+    statuses: list[EntityStatus] = []
+    for k, span in enumerate(spans):
+        pieces = []
+        for run in _runs(j for j in candidates[k] if owner[j] == k):
+            while run and is_punctuation(sentence.tokens[run[0]]):
+                run.pop(0)
+            while run and is_punctuation(sentence.tokens[run[-1]]):
+                run.pop()
+            if run:
+                pieces.append(run)
+        if not link_counts[k]:
+            status = "unaligned"
+        elif not pieces:
+            won = [j for j in candidates[k] if owner[j] == k]
+            status = "punctuation" if won else "conflict"
+        else:
+            status = "projected" if len(pieces) == 1 else "split"
+        text = " ".join(source_tokens[span.start:span.end]) if source_tokens is not None else ""
+        statuses.append(EntityStatus(text, span.label, status))
+        for run in pieces:
+            projected.append(ProjectedEntity.over(sentence, run[0], run[-1] + 1, span.label, k, "alignment"))
+    return ProjectionResult.build(sentence, projected, statuses, "alignment", drop_incomplete=drop_incomplete)

@@ -1,0 +1,286 @@
+"""``ProjectionPipeline``: label projection as a ``transformers`` pipeline (task ``"projection"``).
+
+Design. Of the three methods only ``"alignment"`` with an embedding aligner needs a model;
+``"lexical"`` and ``"fuzzy"`` need none. ``transformers.pipeline(task, model=None)`` always
+resolves a default *model* for the task and ``Pipeline.__init__`` dereferences ``model.device``,
+so a model-free pipeline cannot come out of the factory. Hence two ways in, both ordinary for
+Hugging Face users:
+
+* ``pipeline("projection", model="google-bert/bert-base-multilingual-cased", layer=8)`` loads the
+  encoder with ``AutoModel`` and aligns with SimAlign's methods (batched) — the factory path,
+  with ``device``, ``batch_size`` and ``dtype`` as for any pipeline; lexical and fuzzy projection
+  work with it too (``method=...`` at construction or per call);
+* ``ProjectionPipeline(method="lexical")`` builds one with no model at all (CPU, nothing
+  loaded), exactly like instantiating any pipeline class directly. It can still project by
+  alignment when the inputs carry an ``alignment`` (say from :class:`~crop_hf.alignment.EflomalAligner`
+  run over the whole corpus, which is how eflomal works best) or when given ``aligner=``.
+
+Inputs are dicts (a list of them, a generator, or a ``datasets.Dataset`` whose rows have these
+columns):
+
+* ``target``: the raw target sentence, text or tokens (required);
+* ``translation``: for ``lexical``/``fuzzy``, the ``labeled-translation`` pipeline's output for
+  this sentence (or ``entities``: just its entity list, or ``(text, label)`` pairs);
+* ``source_tokens`` and ``source_tags`` (IOB2 strings, or ids with ``label_names=``): for
+  ``alignment``; optional ``alignment`` (pairs or Pharaoh text) to skip the aligner;
+* optional ``lang``: the target language (``zh``, ``ja``, ``th``, ... are matched by character).
+
+Each output is :meth:`crop_hf.projection.ProjectionResult.to_dict`: ``tokens``, ``tags``,
+``entities``, ``entity_status``, ``tokenization``, ``method``, ``complete``, ``kept``, ``reason``.
+
+>>> from crop_hf.projection import ProjectionPipeline
+>>> projector = ProjectionPipeline(method="lexical")
+>>> out = projector({"target": "我住在哥德堡。", "entities": [{"text": "哥德堡", "label": "LOC"}]})
+>>> out["tags"], out["tokenization"]
+(['O', 'O', 'O', 'B-LOC', 'I-LOC', 'I-LOC', 'O'], 'characters')
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch.utils.data import Dataset as TorchDataset
+from transformers import Pipeline
+
+from crop_hf import _registration
+from crop_hf.alignment.embedding import EmbeddingAligner
+from crop_hf.alignment.symmetrize import parse_pharaoh
+from crop_hf.projection.alignment import project_alignment, source_spans
+from crop_hf.projection.fuzzy import project_fuzzy
+from crop_hf.projection.lexical import project_lexical
+from crop_hf.projection.target import Normalizer, TargetSentence, tokenize_target
+
+__all__ = ["PROJECTION_METHODS", "ProjectionPipeline"]
+
+logger = logging.getLogger(__name__)
+
+PROJECTION_METHODS = ("lexical", "fuzzy", "alignment")
+
+_PREPROCESS = ("method", "lang", "tokenization", "label_names", "scheme")
+_FORWARD = ("method", "align_method")
+_POSTPROCESS = ("method", "ignore_case", "nfkc", "strip_punctuation", "repeated", "threshold", "fill_gaps",
+                "drop_incomplete")
+
+
+@dataclass
+class _Example:
+    sentence: TargetSentence
+    entities: Any = None
+    source_tokens: list[str] | None = None
+    source_spans: list = field(default_factory=list)
+    alignment: list[tuple[int, int]] | None = None
+
+
+class _Rows(TorchDataset):
+    """A ``datasets.Dataset`` seen as a torch ``Dataset`` of row dicts, so the pipeline streams it."""
+
+    def __init__(self, rows) -> None:
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: int) -> dict:
+        return self.rows[int(index)]
+
+
+def _collate(items: list[dict]) -> dict:
+    return {"example": [item["example"] for item in items]}
+
+
+class ProjectionPipeline(Pipeline):
+    """Projects entity labels onto raw target sentences (see the module docstring for inputs and design).
+
+    Args:
+        model: an encoder (loaded ``PreTrainedModel``) for embedding alignment, or ``None``.
+        tokenizer: its (fast) tokenizer.
+        method: ``"lexical"`` (default), ``"fuzzy"`` or ``"alignment"``.
+        aligner: any object with ``align(source_words, target_words) -> list of pairs`` to use instead
+            of the model (an :class:`~crop_hf.alignment.EmbeddingAligner` or
+            :class:`~crop_hf.alignment.EflomalAligner`).
+        layer, token_type, distortion: of the embedding aligner built from ``model`` (SimAlign's
+            defaults: layer 8, ``"bpe"``, 0).
+        align_method: ``"itermax"`` (default), ``"argmax"``, ``"match"``, ...
+        lang, tokenization: target language / ``"auto"``, ``"whitespace"``, ``"characters"``.
+        ignore_case, nfkc, strip_punctuation, repeated, threshold: lexical and fuzzy matching options
+            (:func:`~crop_hf.projection.project_lexical`, :func:`~crop_hf.projection.project_fuzzy`).
+        fill_gaps, label_names, scheme: alignment projection options.
+        drop_incomplete: mark incomplete sentences ``kept=False``; default ``True`` for lexical
+            and fuzzy (CroP), ``False`` for alignment (CSTOP).
+
+    Every option except the aligner's can also be given per call.
+    """
+
+    _load_tokenizer = True
+    _load_processor = False
+    _load_image_processor = False
+    _load_feature_extractor = False
+    _load_video_processor = False
+
+    def __init__(
+        self,
+        model=None,
+        tokenizer=None,
+        *,
+        aligner=None,
+        layer: int = 8,
+        token_type: str = "bpe",
+        distortion: float = 0.0,
+        **kwargs,
+    ) -> None:
+        kwargs.setdefault("method", "lexical")
+        if model is not None:
+            super().__init__(model, tokenizer, **kwargs)
+        else:
+            self._init_without_model(tokenizer, **kwargs)
+        if aligner is None and model is not None:
+            if tokenizer is None:
+                raise ValueError("alignment with a model needs its tokenizer: pass tokenizer=...")
+            aligner = EmbeddingAligner(model, tokenizer, layer=layer, token_type=token_type, distortion=distortion)
+        self.aligner = aligner
+
+    def _init_without_model(self, tokenizer=None, *, task: str = "projection", device=None, **kwargs) -> None:
+        """What ``Pipeline.__init__`` sets up, minus everything that needs a model."""
+        import torch
+
+        for unused in ("dtype", "torch_dtype", "args_parser", "binary_output"):
+            kwargs.pop(unused, None)
+        self.task = task
+        self.model = None
+        self.tokenizer = tokenizer
+        self.feature_extractor = self.image_processor = self.video_processor = self.processor = None
+        self.device = torch.device("cpu") if device is None or device == -1 else torch.device(device)
+        self.binary_output = False
+        self.call_count = 0
+        self._batch_size = kwargs.pop("batch_size", None)
+        self._num_workers = kwargs.pop("num_workers", None)
+        self._preprocess_params, self._forward_params, self._postprocess_params = self._sanitize_parameters(**kwargs)
+
+    def __repr__(self) -> str:
+        model = type(self.model).__name__ if self.model is not None else None
+        return f"{type(self).__name__}(method={self._forward_params.get('method')!r}, model={model})"
+
+    def _sanitize_parameters(self, **kwargs):
+        known = set(_PREPROCESS) | set(_FORWARD) | set(_POSTPROCESS)
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            raise TypeError(f"unknown projection option(s) {unknown}; expected some of {sorted(known)}")
+        method = kwargs.get("method")
+        if method is not None and method not in PROJECTION_METHODS:
+            raise ValueError(f"method must be one of {PROJECTION_METHODS}, got {method!r}")
+        preprocess, forward, postprocess = (
+            {name: kwargs[name] for name in names if name in kwargs} for names in (_PREPROCESS, _FORWARD, _POSTPROCESS)
+        )
+        return preprocess, forward, postprocess
+
+    # -- the three stages ---------------------------------------------------------------------
+
+    def preprocess(self, inputs, method="lexical", lang=None, tokenization="auto", label_names=None,
+                   scheme="IOB2") -> dict:
+        if not isinstance(inputs, Mapping) or "target" not in inputs:
+            raise ValueError("a projection input is a dict with a 'target' sentence (text or tokens) and, for "
+                             "lexical/fuzzy, 'translation' or 'entities'; for alignment, 'source_tokens' and "
+                             f"'source_tags'; got {type(inputs).__name__}")
+        sentence = tokenize_target(inputs["target"], inputs.get("lang") or lang, tokenization)
+        example = _Example(sentence)
+        if method in {"lexical", "fuzzy"}:
+            example.entities = inputs.get("translation", inputs.get("entities"))
+            if example.entities is None:
+                raise ValueError(f"{method} projection needs 'translation' (the labeled-translation output) or "
+                                 f"'entities' for the target {_preview(inputs['target'])}")
+            return {"example": example}
+        if "source_tags" not in inputs and "source_spans" not in inputs:
+            raise ValueError(f"alignment projection needs 'source_tokens' and 'source_tags' for the target "
+                             f"{_preview(inputs['target'])}")
+        tags = inputs.get("source_tags", inputs.get("source_spans"))
+        if label_names is not None and tags and not isinstance(tags[0], (str, Sequence)):
+            tags = [label_names[int(t)] for t in tags]
+        example.source_tokens = list(inputs["source_tokens"]) if inputs.get("source_tokens") is not None else None
+        example.source_spans = source_spans(tags, scheme)
+        alignment = inputs.get("alignment")
+        if alignment is not None:
+            example.alignment = parse_pharaoh(alignment) if isinstance(alignment, str) else [tuple(p) for p in alignment]
+        return {"example": example}
+
+    def _forward(self, model_inputs, method="lexical", align_method="itermax") -> dict:
+        examples = model_inputs["example"]
+        if not isinstance(examples, list):
+            examples = [examples]
+        if method == "alignment":
+            todo = [ex for ex in examples if ex.alignment is None]
+            if todo:
+                if self.aligner is None:
+                    raise ValueError("alignment projection needs an 'alignment' in each input or an aligner: build "
+                                     "the pipeline with pipeline('projection', model=<encoder>) or aligner=...")
+                if any(ex.source_tokens is None for ex in todo):
+                    raise ValueError("aligning needs 'source_tokens' in every input without an 'alignment'")
+                source = [ex.source_tokens for ex in todo]
+                target = [ex.sentence.tokens for ex in todo]
+                if isinstance(self.aligner, EmbeddingAligner):
+                    alignments = self.aligner.align(source, target, method=align_method)
+                else:
+                    alignments = self.aligner.align(source, target)
+                for ex, pairs in zip(todo, alignments, strict=True):
+                    ex.alignment = list(pairs)
+        return {"example": examples}
+
+    def postprocess(self, model_outputs, method="lexical", ignore_case=False, nfkc=True, strip_punctuation=True,
+                    repeated="all", threshold=80.0, fill_gaps=0, drop_incomplete=None) -> dict:
+        example = model_outputs["example"]
+        if isinstance(example, list):
+            (example,) = example
+        if drop_incomplete is None:
+            drop_incomplete = method != "alignment"
+        if method == "alignment":
+            result = project_alignment(example.source_tokens, example.source_spans, example.sentence,
+                                       example.alignment, fill_gaps=fill_gaps, drop_incomplete=drop_incomplete)
+        else:
+            normalizer = Normalizer(nfkc=nfkc, ignore_case=ignore_case, strip_punctuation=strip_punctuation)
+            options = {"normalizer": normalizer, "repeated": repeated, "drop_incomplete": drop_incomplete}
+            if method == "fuzzy":
+                result = project_fuzzy(example.sentence, example.entities, threshold=threshold, **options)
+            else:
+                result = project_lexical(example.sentence, example.entities, **options)
+        return result.to_dict()
+
+    # -- batching ---------------------------------------------------------------------------
+
+    def __call__(self, inputs, *args, **kwargs):
+        """Project one input dict, a list of them (returns a list), or a generator or ``datasets.Dataset``
+        (returns a lazy iterator, as transformers does for datasets). ``batch_size=`` batches the aligner.
+        """
+        if type(inputs).__module__.startswith("datasets.") and hasattr(inputs, "column_names"):
+            inputs = _Rows(inputs)
+        return super().__call__(inputs, *args, **kwargs)
+
+    def get_iterator(self, inputs, num_workers, batch_size, preprocess_params, forward_params, postprocess_params):
+        """As ``Pipeline.get_iterator``, but batches by collecting examples instead of padding tensors.
+
+        The stock collate function pads ``input_ids`` and refuses to batch without a tokenizer;
+        a projection example is a sentence pair (or a sentence and entities), tokenized by the
+        aligner inside ``_forward`` where a whole batch is encoded at once.
+        """
+        from torch.utils.data import DataLoader
+        from transformers.pipelines.pt_utils import PipelineDataset, PipelineIterator
+
+        if isinstance(inputs, collections.abc.Sized):
+            dataset = PipelineDataset(inputs, self.preprocess, preprocess_params)
+        else:
+            dataset = PipelineIterator(inputs, self.preprocess, preprocess_params)
+            num_workers = min(num_workers, 1)  # an iterable cannot be split between workers safely
+        loader = DataLoader(dataset, num_workers=num_workers, batch_size=batch_size, collate_fn=_collate)
+        model_iterator = PipelineIterator(loader, self.forward, forward_params, loader_batch_size=batch_size)
+        return PipelineIterator(model_iterator, self.postprocess, postprocess_params)
+
+
+def _preview(target) -> str:
+    text = target if isinstance(target, str) else " ".join(map(str, target))
+    return repr(text[:60] + ("…" if len(text) > 60 else ""))
+
+
+# Registers this pipeline when this module was what first imported transformers.pipelines.
+_registration.register_pipelines()

@@ -1,0 +1,100 @@
+"""Alignment projection (CSTOP): union of aligned words, discontinuity, gaps, punctuation, conflicts."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crop_hf.labels import Span, is_valid
+from crop_hf.projection import project_alignment
+
+
+def spans(result):
+    return [(e.token_start, e.token_end, e.label) for e in result.entities]
+
+
+def test_many_to_many_alignment_takes_the_union():
+    # CSTOP's Figure 2: "percent" aligns to "por ciento".
+    source = ["raise", "it", "ten", "percent"]
+    result = project_alignment(source, ["O", "O", "B-PERCENT", "I-PERCENT"], ["súbelo", "diez", "por", "ciento"],
+                               "0-0 1-0 2-1 3-2 3-3")
+    assert result.tags == ["O", "B-PERCENT", "I-PERCENT", "I-PERCENT"]
+    assert result.statuses[0].status == "projected" and result.complete
+
+
+def test_discontinuous_becomes_separate_spans_unless_gap_is_filled():
+    source, tags = ["New", "York", "is", "big"], ["B-LOC", "I-LOC", "O", "O"]
+    target = ["Nueva", "es", "York", "grande"]
+    links = [(0, 0), (1, 2), (2, 1), (3, 3)]
+    split = project_alignment(source, tags, target, links)
+    assert spans(split) == [(0, 1, "LOC"), (2, 3, "LOC")]
+    assert split.statuses[0].status == "split" and split.complete
+    # With gap filling "es" (aligned to "is") still belongs to no span: a contested word goes to the
+    # span with more links to it, and the O word "is" is no span at all, so the gap is filled.
+    filled = project_alignment(source, tags, target, links, fill_gaps=1)
+    assert spans(filled) == [(0, 3, "LOC")]
+    too_far = project_alignment(source, tags, ["Nueva", "es", "muy", "York"], [(0, 0), (1, 3)], fill_gaps=1)
+    assert spans(too_far) == [(0, 1, "LOC"), (3, 4, "LOC")]
+
+
+def test_punctuation_is_trimmed_and_punctuation_only_spans_dropped():
+    source, tags = ["Visit", "Paris", "!"], ["O", "B-LOC", "O"]
+    trimmed = project_alignment(source, tags, ["Visita", "París", "¡", "!"], [(0, 0), (1, 1), (1, 3)])
+    assert spans(trimmed) == [(1, 2, "LOC")]
+    only_punct = project_alignment(source, tags, ["Visita", "«", "»"], [(0, 0), (1, 1), (1, 2)])
+    assert only_punct.entities == [] and only_punct.statuses[0].status == "punctuation"
+    assert not only_punct.complete and only_punct.kept  # CSTOP keeps every translation by default
+    assert not project_alignment(source, tags, ["Visita", "«"], [(1, 1)], drop_incomplete=True).kept
+
+
+def test_conflicts_go_to_the_span_with_most_links_to_the_word():
+    source = ["Bank", "of", "America", "Tower"]
+    tags = ["B-ORG", "I-ORG", "I-ORG", "B-LOC"]
+    target = ["Torre", "Bank", "America"]
+    # ORG has two links to "Bank" (Bank, of); LOC one. LOC keeps "Torre".
+    result = project_alignment(source, tags, target, [(0, 1), (1, 1), (2, 2), (3, 0), (3, 1)])
+    assert spans(result) == [(0, 1, "LOC"), (1, 3, "ORG")]
+    # Equal links to the contested word: the span with more links overall wins it.
+    tie = project_alignment(["a", "b", "c"], ["B-X", "I-X", "B-Y"], ["p", "q"], [(0, 0), (1, 1), (2, 1)])
+    assert spans(tie) == [(0, 2, "X")]
+    assert tie.statuses[1].status == "conflict"
+    # Equal overall too: the earlier span wins.
+    first = project_alignment(["a", "b"], ["B-X", "B-Y"], ["p"], [(0, 0), (1, 0)])
+    assert spans(first) == [(0, 1, "X")] and first.statuses[1].status == "conflict"
+
+
+def test_unaligned_span_and_text_target_and_errors():
+    result = project_alignment(["Hi", "Anna"], ["O", "B-PER"], "Hola Anna", "0-0")
+    assert result.statuses[0].status == "unaligned" and not result.complete
+    assert result.tokenization == "whitespace"
+    zh = project_alignment(["in", "Gothenburg"], ["O", "B-LOC"], "在哥德堡", "0-0 1-1 1-2 1-3", lang="zh")
+    assert zh.tags == ["O", "B-LOC", "I-LOC", "I-LOC"] and zh.entities[0].text == "哥德堡"
+    from_spans = project_alignment(None, [Span(1, 2, "PER")], ["Hola", "Anna"], [(1, 1)])
+    assert spans(from_spans) == [(1, 2, "PER")]
+    with pytest.raises(ValueError, match="link 2-0 is outside the sentences"):
+        project_alignment(["a", "b"], ["O", "O"], ["x"], [(2, 0)])
+    with pytest.raises(ValueError, match="fill_gaps"):
+        project_alignment(["a"], ["O"], ["x"], [], fill_gaps=-1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_output_is_valid_and_every_projected_word_is_aligned_to_its_span(data):
+    n_source = data.draw(st.integers(1, 8))
+    n_target = data.draw(st.integers(1, 8))
+    tags = data.draw(st.lists(st.sampled_from(["O", "B-PER", "I-PER", "B-LOC"]), min_size=n_source, max_size=n_source))
+    links = data.draw(st.sets(st.tuples(st.integers(0, n_source - 1), st.integers(0, n_target - 1)), max_size=16))
+    target = data.draw(st.lists(st.sampled_from(["w", "x", ",", "y"]), min_size=n_target, max_size=n_target))
+    result = project_alignment(["s"] * n_source, tags, target, links)
+    assert is_valid(result.tags)
+    from crop_hf.labels import tags_to_spans
+
+    source = tags_to_spans(tags)
+    for entity in result.entities:
+        span = source[entity.source]
+        assert entity.label == span.label
+        # without gap filling every projected word has a link from the entity's source span
+        for j in range(entity.token_start, entity.token_end):
+            assert any(span.start <= i < span.end and jj == j for i, jj in links)
+        assert target[entity.token_start] != "," and target[entity.token_end - 1] != ","
