@@ -16,6 +16,10 @@ from collections.abc import Sequence
 #: subcommand -> (module, one-line summary). A feature that adds a subcommand adds a row.
 COMMANDS: dict[str, tuple[str, str]] = {
     "env": ("crop_hf.commands.env", "print versions of crop-hf and the libraries it uses (for bug reports)"),
+    "evaluate-ner": ("crop_hf.commands.evaluate_ner", "per-language entity P/R/F1 of a token-classification model"),
+    "synthesize": ("crop_hf.commands.synthesize", "build pseudo-labeled NER corpora in target languages (CroP)"),
+    "demo": ("crop_hf.commands.demo", "offline smoke run of every synthesis stage with tiny random models"),
+    "self-train": ("crop_hf.commands.self_train", "re-label discarded sentences with a self-trained multilingual model"),
 }
 
 

@@ -1,0 +1,26 @@
+"""CroP corpus synthesis: pseudo-labeled NER corpora in target languages from raw sentences.
+
+>>> from crop_hf.synthesis import SynthesisConfig, synthesize
+>>> result = synthesize(SynthesisConfig(target_langs=["de", "es"], input="raw/{lang}.txt",
+...                                     output_dir="out"))  # doctest: +SKIP
+>>> print(result.table())  # doctest: +SKIP
+
+See :class:`~crop_hf.synthesis.runner.SynthesisRunner` for sharding, resumption and several
+processes, :mod:`crop_hf.synthesis.stages` for what happens to each sentence and
+:mod:`crop_hf.synthesis.filters` for the filters. Importing this package is light.
+"""
+
+from crop_hf.synthesis.config import SynthesisConfig
+from crop_hf.synthesis.filters import REASONS, LanguageIdFilter
+from crop_hf.synthesis.runner import SynthesisResult, SynthesisRunner, synthesize
+from crop_hf.synthesis.stages import SynthesisModels
+
+__all__ = [
+    "REASONS",
+    "LanguageIdFilter",
+    "SynthesisConfig",
+    "SynthesisModels",
+    "SynthesisResult",
+    "SynthesisRunner",
+    "synthesize",
+]

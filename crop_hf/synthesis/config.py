@@ -1,0 +1,83 @@
+"""Configuration of a CroP corpus synthesis run."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+__all__ = ["RESULT_FIELDS", "SynthesisConfig"]
+
+
+@dataclass
+class SynthesisConfig:
+    """Everything a synthesis run needs; the CLI and ``HfArgumentParser`` read the same fields.
+
+    The defaults are the paper's setting on public checkpoints: M2M100 (418M) for both
+    translation directions and an English CoNLL-2003 XLM-R tagger as the source NER model.
+    """
+
+    target_langs: list[str] = field(metadata={"help": "Target languages (M2M100 codes), e.g. de es nl."})
+    input: str = field(
+        default="xtreme40",
+        metadata={"help": "Raw target sentences: a text file per language with '{lang}' in its path "
+                  "(one sentence per line), a folder of '<lang>.txt' files, or a crop-hf builder name "
+                  "('xtreme40', whose sentences are used without their labels)."},
+    )
+    output_dir: str = field(default="crop-hf-synthesis", metadata={"help": "Where shards, the dataset and its card go."})
+    source_lang: str = field(default="en", metadata={"help": "Language of the source NER model."})
+    mt_model: str = field(default="facebook/m2m100_418M", metadata={"help": "Multilingual translation model."})
+    mt_revision: str | None = field(default=None, metadata={"help": "Hub revision of the translation model."})
+    ner_model: str = field(
+        default="FacebookAI/xlm-roberta-large-finetuned-conll03-english",
+        metadata={"help": "Source-language NER model (token classification)."},
+    )
+    ner_revision: str | None = field(default=None, metadata={"help": "Hub revision of the NER model."})
+    projection: Literal["lexical", "fuzzy", "alignment"] = field(
+        default="lexical", metadata={"help": "How labels reach the raw sentence (CroP: lexical)."}
+    )
+    alignment_model: str | None = field(
+        default=None, metadata={"help": "Encoder for projection='alignment' (e.g. bert-base-multilingual-cased)."}
+    )
+    batch_size: int = field(default=16, metadata={"help": "Sentences per translation/tagging batch."})
+    num_beams: int = field(default=5, metadata={"help": "Beam size of both translations."})
+    num_return_sequences: int = field(
+        default=3, metadata={"help": "Beam hypotheses tried, in order, until one keeps every marker intact."}
+    )
+    max_new_tokens: int = field(default=256, metadata={"help": "Generation length limit."})
+    max_words: int = field(default=128, metadata={"help": "Drop raw sentences longer than this (CroP: 128)."})
+    max_sentences: int | None = field(default=None, metadata={"help": "Read at most this many sentences per language."})
+    shard_size: int = field(default=1000, metadata={"help": "Sentences per resumable shard."})
+    language_filter: bool = field(default=True, metadata={"help": "Drop translations langid puts in another language."})
+    seed: int = field(default=0, metadata={"help": "Random seed (generation is deterministic with beam search)."})
+    device: str | None = field(default=None, metadata={"help": "torch device; default: the Accelerate device."})
+    show_progress: bool = field(default=True, metadata={"help": "Show tqdm progress bars on the main process."})
+
+    def __post_init__(self) -> None:
+        if isinstance(self.target_langs, str):
+            self.target_langs = [lang for lang in self.target_langs.replace(",", " ").split() if lang]
+        if not self.target_langs:
+            raise ValueError("give at least one target language")
+        if self.source_lang in self.target_langs:
+            raise ValueError(f"the source language {self.source_lang!r} cannot also be a target language")
+        if self.projection == "alignment" and not self.alignment_model:
+            raise ValueError("projection='alignment' needs alignment_model (an encoder such as mBERT)")
+        for name in ("batch_size", "num_beams", "num_return_sequences", "max_words", "shard_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.num_return_sequences > self.num_beams:
+            raise ValueError("num_return_sequences cannot exceed num_beams")
+
+    def result_arguments(self) -> dict[str, Any]:
+        """The fields that change results: they make up the shard fingerprint."""
+        values = asdict(self)
+        return {name: values[name] for name in RESULT_FIELDS}
+
+
+#: Fields whose change invalidates finished shards. Not here: output_dir, target_langs (each
+#: language has its own shard folder and its language filter only involves that language and the
+#: source language), device and show_progress.
+RESULT_FIELDS: tuple[str, ...] = (
+    "input", "source_lang", "mt_model", "mt_revision", "ner_model", "ner_revision", "projection",
+    "alignment_model", "batch_size", "num_beams", "num_return_sequences", "max_new_tokens", "max_words",
+    "max_sentences", "shard_size", "language_filter", "seed",
+)

@@ -1,0 +1,268 @@
+"""Run CroP corpus synthesis: shards, processes, resumption, the merged dataset and its card."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crop_hf.synthesis.config import SynthesisConfig
+from crop_hf.synthesis.filters import REASONS, LanguageIdFilter
+from crop_hf.synthesis.inputs import iter_raw_sentences, shards_of
+from crop_hf.synthesis.shards import ShardStore, atomic_write_bytes
+from crop_hf.synthesis.stages import SynthesisModels, process_shard
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SynthesisResult", "SynthesisRunner", "push_to_hub", "synthesize"]
+
+
+@dataclass
+class SynthesisResult:
+    """Where the run wrote its output, and its counts per language.
+
+    ``statistics[lang]`` has ``input`` (sentences read), ``kept`` and one count per filter reason.
+    """
+
+    output_dir: Path
+    statistics: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def dataset_path(self) -> Path:
+        return self.output_dir / "dataset"
+
+    @property
+    def discarded_path(self) -> Path:
+        return self.output_dir / "discarded"
+
+    def table(self) -> str:
+        """The counts as a plain-text table, one row per language and a total row."""
+        columns = ["input", "kept", *REASONS]
+        rows = [[lang, *(str(stats.get(c, 0)) for c in columns)] for lang, stats in self.statistics.items()]
+        totals = [sum(stats.get(c, 0) for stats in self.statistics.values()) for c in columns]
+        rows.append(["total", *map(str, totals)])
+        header = ["lang", *columns]
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        lines = ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in [header, *rows]]
+        lines.insert(1, "  ".join("-" * width for width in widths))
+        return "\n".join(lines)
+
+
+class SynthesisRunner:
+    """Synthesizes pseudo-labeled NER corpora for ``config.target_langs`` (see :mod:`crop_hf.synthesis`).
+
+    Args:
+        config: what to run.
+        models: already loaded pipelines; loaded from ``config`` on first use otherwise.
+        inputs: overrides ``config.input`` with in-memory sources (a ``datasets.Dataset`` or a dict of
+            them per language); see :func:`~crop_hf.synthesis.inputs.iter_raw_sentences`.
+
+    Several processes (``torchrun`` / ``accelerate launch``) split the shards between them: shard
+    ``k`` of every language belongs to process ``k % num_processes``; the main process waits for
+    the others and merges. Each finished shard is on disk, so a rerun skips it.
+    """
+
+    def __init__(self, config: SynthesisConfig, models: SynthesisModels | None = None, inputs: Any = None) -> None:
+        self.config = config
+        self._models = models
+        self._inputs = inputs
+        self.store = ShardStore(config.output_dir, {**config.result_arguments(), "inputs": _describe(inputs)})
+
+    @property
+    def models(self) -> SynthesisModels:
+        if self._models is None:
+            self._models = SynthesisModels.load(self.config, device=self.config.device or _state().device)
+        return self._models
+
+    def _shards(self, lang: str) -> Iterator[tuple[int, list[str]]]:
+        source = self._inputs if self._inputs is not None else self.config.input
+        sentences = iter_raw_sentences(source, lang, limit=self.config.max_sentences)
+        return shards_of(sentences, self.config.shard_size)
+
+    def run(self) -> SynthesisResult:
+        """Process every unfinished shard of this process, then (main process) merge and write the card."""
+        state = _state()
+        if state.is_main_process:
+            self.store.prepare()
+        state.wait_for_everyone()
+        for lang in self.config.target_langs:
+            self._run_language(lang, state)
+        state.wait_for_everyone()
+        result = SynthesisResult(Path(self.config.output_dir))
+        if state.is_main_process:
+            result = self.merge()
+        state.wait_for_everyone()
+        return result
+
+    def _run_language(self, lang: str, state) -> None:
+        language_filter = None
+        progress = _progress(self.config.show_progress and state.is_main_process, lang)
+        for index, sentences in self._shards(lang):
+            if index % state.num_processes != state.process_index:
+                continue
+            if self.store.is_done(lang, index):
+                progress.update(len(sentences))
+                continue
+            if language_filter is None and self.config.language_filter:
+                language_filter = LanguageIdFilter([self.config.source_lang, lang])
+            kept, discarded, reasons = process_shard(sentences, lang, self.config, self.models, language_filter)
+            stats = {"input": len(sentences), "kept": len(kept), **reasons, "process_index": state.process_index}
+            self.store.write(lang, index, [{"kept": True, "row": json.dumps(row, ensure_ascii=False)} for row in kept]
+                             + [{"kept": False, "row": json.dumps(row, ensure_ascii=False)} for row in discarded],
+                             stats)
+            logger.info("%s shard %d: %d of %d kept", lang, index, len(kept), len(sentences))
+            progress.update(len(sentences))
+            progress.set_postfix(kept=len(kept))
+        progress.close()
+
+    def merge(self) -> SynthesisResult:
+        """Merge the finished shards into ``dataset/`` and ``discarded/`` (``DatasetDict`` per language)."""
+        import datasets
+
+        output = Path(self.config.output_dir)
+        statistics: dict[str, dict[str, int]] = {}
+        for lang in self.config.target_langs:
+            counts: Counter = Counter()
+            for _, _, stats in self.store.finished(lang):
+                counts.update(stats)
+            statistics[lang] = {"input": counts["input"], "kept": counts["kept"],
+                                **{reason: counts[reason] for reason in REASONS}}
+        labels = self._label_names()
+        kept = datasets.DatasetDict({
+            lang: _dataset(self.store, lang, True, _kept_features(labels)) for lang in self.config.target_langs
+        })
+        discarded = datasets.DatasetDict({
+            lang: _dataset(self.store, lang, False, _discarded_features()) for lang in self.config.target_langs
+        })
+        _save_atomically(kept, output / "dataset")
+        _save_atomically(discarded, output / "discarded")
+        result = SynthesisResult(output, statistics)
+        atomic_write_bytes(output / "statistics.json", json.dumps(statistics, indent=2).encode("utf-8"))
+        from crop_hf.synthesis.card import synthesis_card
+
+        card = synthesis_card(self.config, statistics, labels, command_line=" ".join(sys.argv),
+                              fingerprint=self.store.fingerprint)
+        atomic_write_bytes(output / "README.md", card.encode("utf-8"))
+        return result
+
+
+    def _label_names(self) -> list[str]:
+        """The NER model's label set; read from its config when the models were never loaded (all shards done)."""
+        if self._models is not None:
+            return list(self._models.labels.names)
+        from transformers import AutoConfig
+
+        from crop_hf.synthesis.stages import labels_of
+
+        config = AutoConfig.from_pretrained(self.config.ner_model, revision=self.config.ner_revision)
+        return list(labels_of(config.id2label).names)
+
+
+def synthesize(config: SynthesisConfig, models: SynthesisModels | None = None, inputs: Any = None) -> SynthesisResult:
+    """Run :class:`SynthesisRunner` once; see it for the arguments."""
+    return SynthesisRunner(config, models=models, inputs=inputs).run()
+
+
+def push_to_hub(result: SynthesisResult, repo_id: str, *, private: bool = False, token: str | None = None) -> str:
+    """Publish the synthesized dataset (parquet, one split per language), then its card; returns the URL."""
+    import datasets
+    from huggingface_hub import DatasetCard
+
+    datasets.load_from_disk(str(result.dataset_path)).push_to_hub(repo_id, private=private, token=token)
+    # Pushed after the data so that our card (its YAML lists the same splits) replaces the generic one.
+    DatasetCard((result.output_dir / "README.md").read_text(encoding="utf-8")).push_to_hub(
+        repo_id, token=token, repo_type="dataset")
+    return f"https://huggingface.co/datasets/{repo_id}"
+
+
+def _state():
+    from accelerate import PartialState
+    from accelerate.utils import parse_flag_from_env
+
+    # Unlike Accelerator, PartialState does not read ACCELERATE_USE_CPU itself; without it, CPU
+    # processes started by torchrun would each believe they are alone.
+    return PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
+
+
+def _describe(inputs: Any) -> Any:
+    """What identifies in-memory inputs in the fingerprint (their fingerprint when they have one)."""
+    if inputs is None:
+        return None
+    if isinstance(inputs, dict):
+        return {lang: _describe(value) for lang, value in sorted(inputs.items())}
+    return getattr(inputs, "_fingerprint", None) or repr(type(inputs))
+
+
+def _progress(enabled: bool, lang: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(desc=f"synthesize {lang}", unit="sent", disable=not enabled)
+
+
+def _kept_features(labels):
+    import datasets
+
+    return datasets.Features({
+        "tokens": datasets.Sequence(datasets.Value("string")),
+        "ner_tags": datasets.Sequence(datasets.ClassLabel(names=list(labels))),
+        "lang": datasets.Value("string"),
+        "source_translation": datasets.Value("string"),
+        "labeled_translation": datasets.Value("string"),
+        "back_translation": datasets.Value("string"),
+        "projection_status": datasets.Sequence(datasets.Value("string")),
+        "tokenization": datasets.Value("string"),
+    })
+
+
+def _discarded_features():
+    import datasets
+
+    return datasets.Features({
+        "text": datasets.Value("string"),
+        "tokens": datasets.Sequence(datasets.Value("string")),
+        "source_tags": datasets.Sequence(datasets.Value("string")),
+        "lang": datasets.Value("string"),
+        "reason": datasets.Value("string"),
+        "source_translation": datasets.Value("string"),
+        "labeled_translation": datasets.Value("string"),
+        "back_translation": datasets.Value("string"),
+    })
+
+
+def _rows(paths: list[str], kept: bool):
+    import pyarrow.parquet as pq
+
+    for path in paths:  # one shard at a time: memory stays flat however large the corpus
+        table = pq.read_table(path)
+        for flag, row in zip(table.column("kept").to_pylist(), table.column("row").to_pylist(), strict=True):
+            if flag == kept:
+                yield json.loads(row)
+
+
+def _dataset(store: ShardStore, lang: str, kept: bool, features):
+    import datasets
+
+    finished = list(store.finished(lang))
+    rows = sum(stats["kept"] if kept else stats["input"] - stats["kept"] for _, _, stats in finished)
+    if rows == 0:  # from_generator cannot build an empty dataset
+        return datasets.Dataset.from_dict({name: [] for name in features}, features=features)
+    paths = [str(path) for _, path, _ in finished]
+    # from_generator writes Arrow to the cache as it goes; its cache key covers the shard paths,
+    # whose content is fixed by the run fingerprint in their folder name.
+    return datasets.Dataset.from_generator(_rows, gen_kwargs={"paths": paths, "kept": kept}, features=features)
+
+
+def _save_atomically(dataset_dict, path: Path) -> None:
+    temporary = path.with_name(f".{path.name}.tmp")
+    if temporary.exists():
+        shutil.rmtree(temporary)
+    dataset_dict.save_to_disk(str(temporary))
+    if path.exists():
+        shutil.rmtree(path)
+    temporary.rename(path)

@@ -1,0 +1,234 @@
+"""The model-driven stages of CroP synthesis, applied to one shard of raw sentences.
+
+For each raw target sentence (CroP, Figure 1):
+
+1. translate it into the source language (``labeled-translation`` with no entities);
+2. tag the translation with the source NER model (``token-classification``, first-subword
+   aggregation), giving labeled source entities as character spans;
+3. translate the labeled translation back into the target language with boundary markers,
+   trying further beam hypotheses when markers break;
+4. project the translated entities onto the raw sentence (lexical, fuzzy) — or, with
+   ``projection="alignment"``, project the source spans directly through a word alignment of the
+   source translation and the raw sentence (CSTOP's translate-and-align), skipping step 3;
+5. filter (see :mod:`crop_hf.synthesis.filters`): cheap filters run before expensive stages, so
+   a sentence that is too long is never translated.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from crop_hf.labels import CONLL_LABELS, LabelSet
+from crop_hf.synthesis.config import SynthesisConfig
+from crop_hf.synthesis.filters import LanguageIdFilter
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SynthesisModels", "process_shard"]
+
+
+@dataclass
+class SynthesisModels:
+    """The pipelines one process uses, loaded once per run.
+
+    Build it with :meth:`load` from a :class:`~crop_hf.synthesis.config.SynthesisConfig`, or pass
+    already constructed pipelines (``translator``: ``labeled-translation``; ``tagger``:
+    ``token-classification`` with an aggregation strategy; ``aligner``: an
+    :class:`~crop_hf.alignment.EmbeddingAligner` for ``projection="alignment"``).
+    """
+
+    translator: Any
+    tagger: Any
+    labels: LabelSet
+    aligner: Any = None
+
+    @classmethod
+    def load(cls, config: SynthesisConfig, device: Any = None) -> SynthesisModels:
+        from transformers import pipeline  # crop_hf is imported, so labeled-translation is registered
+
+        translator = pipeline("labeled-translation", model=config.mt_model, revision=config.mt_revision,
+                              device=device, batch_size=config.batch_size)
+        tagger = pipeline("token-classification", model=config.ner_model, revision=config.ner_revision,
+                          aggregation_strategy="first", device=device)
+        aligner = None
+        if config.projection == "alignment":
+            from crop_hf.alignment import EmbeddingAligner
+
+            aligner = EmbeddingAligner(config.alignment_model, batch_size=config.batch_size, device=device)
+        return cls(translator, tagger, labels_of(tagger.model.config.id2label), aligner)
+
+
+def labels_of(id2label: dict[int, str]) -> LabelSet:
+    """The IOB2 label set matching a NER model's entity types (CoNLL's order when they are CoNLL's)."""
+    from crop_hf.labels import split_tag
+
+    types = []
+    for name in id2label.values():
+        entity_type = split_tag(name)[1] if name != "O" and "-" in name else (None if name == "O" else name)
+        if entity_type and entity_type not in types:
+            types.append(entity_type)
+    if set(types) <= set(CONLL_LABELS.types):
+        return LabelSet.from_types(t for t in CONLL_LABELS.types if t in types)
+    return LabelSet.from_types(types)
+
+
+def process_shard(
+    sentences: Sequence[str],
+    lang: str,
+    config: SynthesisConfig,
+    models: SynthesisModels,
+    language_filter: LanguageIdFilter | None,
+) -> tuple[list[dict], list[dict], Counter]:
+    """Run every stage on one shard; returns ``(kept rows, discarded rows, reason counts)``.
+
+    Kept rows carry ``tokens``, ``ner_tags`` (ids of ``models.labels``), ``lang`` and provenance;
+    discarded rows carry the sentence, its tokens, the reason and whatever stages produced, in the
+    schema :func:`crop_hf.self_training.self_train` reads (``tokens``, ``lang``, ``source_tags``).
+    """
+    from crop_hf.projection import project_alignment, project_fuzzy, project_lexical, tokenize_target
+
+    src = config.source_lang
+    records = [{"text": text, "lang": lang, "source_translation": "", "labeled_translation": "",
+                "back_translation": "", "reason": None} for text in sentences]
+
+    def drop(record: dict, reason: str) -> None:
+        if record["reason"] is None:
+            record["reason"] = reason
+
+    for record in records:
+        if len(record["text"].split()) > config.max_words:
+            drop(record, "too_long")
+    alive = [r for r in records if r["reason"] is None]
+
+    # 1. translate into the source language
+    generation = {"num_beams": config.num_beams, "max_new_tokens": config.max_new_tokens}
+    if alive:
+        outputs = models.translator([r["text"] for r in alive], src_lang=lang, tgt_lang=src,
+                                    num_return_sequences=1, **generation)
+        for record, output in zip(alive, outputs, strict=True):
+            record["source_translation"] = output["translation"]
+            translation = output["translation"]
+            if not translation or (language_filter and not language_filter.accepts(translation, src)):
+                drop(record, "wrong_language_source")
+    alive = [r for r in alive if r["reason"] is None]
+
+    # 2. tag the translations with the source NER model
+    if alive:
+        tagged = models.tagger([r["source_translation"] for r in alive], batch_size=config.batch_size)
+        for record, entities in zip(alive, tagged, strict=True):
+            text = record["source_translation"]
+            record["source_entities"] = _entity_spans(text, entities)
+            if not record["source_entities"]:
+                drop(record, "all_o")
+    alive = [r for r in alive if r["reason"] is None]
+
+    if config.projection == "alignment":
+        _project_by_alignment(alive, lang, models, project_alignment, tokenize_target)
+    else:
+        # 3. back-translate with markers
+        if alive:
+            labeled = [{"text": r["source_translation"], "entities": r["source_entities"]} for r in alive]
+            outputs = models.translator(labeled, src_lang=src, tgt_lang=lang,
+                                        num_return_sequences=config.num_return_sequences, **generation)
+            for record, output in zip(alive, outputs, strict=True):
+                record["labeled_translation"] = output["marked_translation"]
+                record["back_translation"] = output["translation"]
+                record["hypotheses_tried"] = output["hypotheses_tried"]
+                record["translated_entities"] = output["entities"]
+                if not output["complete"]:
+                    drop(record, "markers_incomplete")
+                elif language_filter and not language_filter.accepts(output["translation"], lang):
+                    drop(record, "wrong_language_target")
+        # 4. project onto the raw sentence
+        project = project_fuzzy if config.projection == "fuzzy" else project_lexical
+        for record in alive:
+            if record["reason"] is None:
+                record["projection"] = project(record["text"], record["translated_entities"], lang=lang)
+    # 5. the projection filters
+    for record in records:
+        projection = record.get("projection")
+        if record["reason"] is None and projection is not None:
+            if not projection.complete:
+                drop(record, "projection_incomplete")
+            elif all(tag == "O" for tag in projection.tags):
+                drop(record, "all_o")
+    return _rows(records, models.labels)
+
+
+def _entity_spans(text: str, entities: list[dict]) -> list[dict]:
+    """Token-classification entities as ``{"start", "end", "label"}`` character spans, trimmed of spaces."""
+    spans = []
+    for entity in entities:
+        start, end = int(entity["start"]), int(entity["end"])
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if start < end and (not spans or start >= spans[-1]["end"]):
+            spans.append({"start": start, "end": end, "label": entity["entity_group"]})
+    return spans
+
+
+def _project_by_alignment(records, lang, models, project_alignment, tokenize_target) -> None:
+    """CSTOP's translate-and-align: source spans reach the raw sentence through word links."""
+    from crop_hf.labels import Span, spans_to_tags
+
+    if not records:
+        return
+    sources = [tokenize_target(r["source_translation"], None, "whitespace") for r in records]
+    targets = [tokenize_target(r["text"], lang) for r in records]
+    links = models.aligner.align([s.tokens for s in sources], [t.tokens for t in targets])
+    for record, source, target, alignment in zip(records, sources, targets, links, strict=True):
+        spans = []
+        for entity in record["source_entities"]:
+            words = [i for i, (a, b) in enumerate(source.offsets) if a < entity["end"] and b > entity["start"]]
+            if words:
+                spans.append(Span(words[0], words[-1] + 1, entity["label"]))
+        tags = spans_to_tags(_disjoint(spans), len(source.tokens))
+        record["projection"] = project_alignment(source.tokens, tags, target, alignment, drop_incomplete=True)
+
+
+def _disjoint(spans: list) -> list:
+    kept = []
+    for span in sorted(spans):
+        if not kept or span.start >= kept[-1].end:
+            kept.append(span)
+    return kept
+
+
+def _rows(records: list[dict], labels: LabelSet) -> tuple[list[dict], list[dict], Counter]:
+    from crop_hf.projection import tokenize_target
+
+    kept, discarded, reasons = [], [], Counter()
+    for record in records:
+        projection = record.get("projection")
+        provenance = {
+            "source_translation": record["source_translation"],
+            "labeled_translation": record["labeled_translation"],
+            "back_translation": record["back_translation"],
+        }
+        if record["reason"] is None:
+            kept.append({
+                "tokens": projection.tokens,
+                "ner_tags": labels.encode(projection.tags),
+                "lang": record["lang"],
+                **provenance,
+                "projection_status": [s.status for s in projection.statuses],
+                "tokenization": projection.tokenization,
+            })
+        else:
+            reasons[record["reason"]] += 1
+            discarded.append({
+                "text": record["text"],
+                "tokens": projection.tokens if projection else tokenize_target(record["text"], record["lang"]).tokens,
+                # Partial labels where projection ran; None tells self-training to ask the source model.
+                "source_tags": projection.tags if projection else None,
+                "lang": record["lang"],
+                "reason": record["reason"],
+                **provenance,
+            })
+    return kept, discarded, reasons

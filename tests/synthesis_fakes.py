@@ -1,0 +1,80 @@
+"""Deterministic stand-ins for the translation and NER pipelines, to test synthesis orchestration.
+
+They return exactly what ``labeled-translation`` and ``token-classification`` return, built with
+the real marker code, so the runner's sharding, resumption, filters, merging and multi-process
+splitting can be checked on outputs whose right answer is known. (The real pipelines are
+exercised end to end with tiny models in tests/test_synthesis.py.)
+
+Rules: translation is the identity, except that a sentence containing "broken" loses its last
+marker; the tagger labels capitalised words after the first one, LOC if they end in "burg",
+ORG if they end in "AG", PER otherwise.
+
+Run as a script it synthesizes with these fakes (for the SIGKILL and torchrun tests):
+``python synthesis_fakes.py INPUT_TEMPLATE OUTPUT_DIR [SECONDS_PER_CALL]``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+
+from crop_hf.labels import CONLL_LABELS
+from crop_hf.markers import extract, mark_text
+from crop_hf.synthesis import SynthesisConfig, SynthesisModels, synthesize
+
+
+class FakeTranslator:
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.calls = 0
+
+    def __call__(self, records, src_lang, tgt_lang, num_return_sequences=1, **kwargs):
+        self.calls += 1
+        time.sleep(self.delay)
+        outputs = []
+        for record in records:
+            text = record if isinstance(record, str) else record["text"]
+            marked = mark_text(text, [] if isinstance(record, str) else record["entities"])
+            translation = marked.text
+            if "broken" in translation and marked.entities:
+                cut = translation.rindex("__SLOT")
+                translation = translation[:cut] + translation[cut + len(f"__SLOT{marked.entities[-1].slot}__"):]
+            result = extract(marked, translation).as_dict()
+            result.update(hypotheses_tried=num_return_sequences, source=marked.source, marked_source=marked.text)
+            outputs.append(result)
+        return outputs
+
+
+class FakeTagger:
+    def __call__(self, texts, batch_size=None):
+        results = []
+        for text in texts:
+            entities = []
+            for k, match in enumerate(re.finditer(r"\S+", text)):
+                word = match.group()
+                if k and word[:1].isupper():
+                    label = "LOC" if word.endswith("burg") else "ORG" if word.endswith("AG") else "PER"
+                    entities.append({"entity_group": label, "score": 0.9, "word": word,
+                                     "start": match.start(), "end": match.end()})
+            results.append(entities)
+        return results
+
+
+def fake_models(delay: float = 0.0) -> SynthesisModels:
+    return SynthesisModels(translator=FakeTranslator(delay), tagger=FakeTagger(), labels=CONLL_LABELS)
+
+
+def fake_config(input_template: str, output_dir: str, **overrides) -> SynthesisConfig:
+    settings = dict(target_langs=["de", "nl"], input=input_template, output_dir=output_dir, mt_model="fake-mt",
+                    ner_model="fake-ner", shard_size=3, language_filter=False, show_progress=False, max_words=12)
+    settings.update(overrides)
+    return SynthesisConfig(**settings)
+
+
+if __name__ == "__main__":
+    input_template, output_dir = sys.argv[1], sys.argv[2]
+    delay = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+    result = synthesize(fake_config(input_template, output_dir), models=fake_models(delay))
+    if result.statistics:
+        print(result.table())

@@ -1,0 +1,242 @@
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import datasets
+import pytest
+from huggingface_hub import DatasetCard
+from synthesis_fakes import fake_config, fake_models
+
+from crop_hf.cli import main
+from crop_hf.synthesis import LanguageIdFilter, SynthesisConfig, SynthesisRunner, synthesize
+from crop_hf.synthesis.inputs import iter_raw_sentences, shards_of
+from crop_hf.synthesis.shards import ShardStore
+
+FAKES = Path(__file__).with_name("synthesis_fakes.py")
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+RAW = {
+    "de": [
+        "Ich wohne in Hamburg .",  # kept: Hamburg LOC
+        "Siemens AG sitzt in München .",  # kept: AG ORG, München PER
+        "das ist alles klein .",  # all_o: the tagger finds nothing
+        "Das broken Beispiel mit Maria und Hamburg .",  # markers_incomplete: a marker goes missing
+        "eins zwei drei vier fünf sechs sieben acht neun zehn elf zwölf dreizehn",  # too_long (> 12 words)
+        "Anna trifft Peter in Hamburg .",  # kept
+        "Der Hafen von Hamburg liegt an der Elbe .",  # kept
+    ],
+    "nl": [
+        "Ik woon in Hamburg .",
+        "niets hier .",
+        "Jan werkt bij Philips AG .",
+        "De Maas stroomt door Rotterdam .",
+    ],
+}
+
+
+@pytest.fixture
+def raw_dir(tmp_path):
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    for lang, lines in RAW.items():
+        # A BOM, blank lines and messy spacing must not matter.
+        (folder / f"{lang}.txt").write_text("\ufeff" + "\n\n".join(f"  {line}  " for line in lines) + "\n",
+                                            encoding="utf-8")
+    return folder
+
+
+def load(output: Path) -> tuple[list[dict], list[dict]]:
+    kept = datasets.load_from_disk(str(output / "dataset"))
+    discarded = datasets.load_from_disk(str(output / "discarded"))
+    return ({lang: kept[lang].to_list() for lang in kept}, {lang: discarded[lang].to_list() for lang in discarded})
+
+
+def test_kept_rows_carry_projected_labels_and_every_drop_has_a_reason(raw_dir, tmp_path):
+    result = synthesize(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out")), models=fake_models())
+    assert result.statistics["de"] == {
+        "input": 7, "kept": 4, "all_o": 1, "markers_incomplete": 1, "too_long": 1,
+        "wrong_language_source": 0, "wrong_language_target": 0, "projection_incomplete": 0,
+    }
+    assert result.statistics["nl"]["kept"] == 3 and result.statistics["nl"]["all_o"] == 1
+
+    dataset = datasets.load_from_disk(str(result.dataset_path))
+    assert set(dataset) == {"de", "nl"}
+    names = dataset["de"].features["ner_tags"].feature.names
+    assert names == ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
+    rows = {" ".join(row["tokens"]): row for row in dataset["de"]}
+    assert list(rows) == [RAW["de"][i] for i in (0, 1, 5, 6)]  # input order is kept
+    tags = [names[i] for i in rows["Siemens AG sitzt in München ."]["ner_tags"]]
+    assert tags == ["O", "B-ORG", "O", "O", "B-PER", "O"]
+    assert [names[i] for i in rows["Ich wohne in Hamburg ."]["ner_tags"]] == ["O", "O", "O", "B-LOC", "O"]
+    assert rows["Ich wohne in Hamburg ."]["labeled_translation"] == "Ich wohne in __SLOT0__ Hamburg __SLOT0__ ."
+    assert rows["Ich wohne in Hamburg ."]["projection_status"] == ["found"]
+    assert {row["lang"] for row in dataset["de"]} == {"de"}
+
+    discarded = datasets.load_from_disk(str(result.discarded_path))["de"]
+    assert sorted(discarded["reason"]) == ["all_o", "markers_incomplete", "too_long"]
+    broken = next(row for row in discarded if row["reason"] == "markers_incomplete")
+    assert broken["source_translation"] == RAW["de"][3]
+    assert "__SLOT0__" in broken["labeled_translation"]
+
+
+def test_card_and_statistics_are_written_from_the_run(raw_dir, tmp_path):
+    result = synthesize(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out")), models=fake_models())
+    statistics = json.loads((result.output_dir / "statistics.json").read_text())
+    assert statistics == result.statistics
+    card = DatasetCard.load(result.output_dir / "README.md")
+    assert card.data.language == ["de", "nl"]
+    assert [f["split"] for f in card.data.configs[0]["data_files"]] == ["de", "nl"]
+    assert "| de | 7 | 4 | 0 | 0 | 1 | 1 | 0 | 1 |" in card.text
+    assert "`fake-mt`" in card.text and "`fake-ner`" in card.text
+    assert "| num_beams | `5` |" in card.text
+    table = result.table().splitlines()
+    assert table[0].split() == ["lang", "input", "kept", "wrong_language_source", "wrong_language_target",
+                                "too_long", "markers_incomplete", "projection_incomplete", "all_o"]
+    assert table[-1].split()[:3] == ["total", "11", "7"]
+
+
+def test_rerun_skips_finished_shards_and_changed_arguments_start_afresh(raw_dir, tmp_path):
+    template, output = str(raw_dir / "{lang}.txt"), str(tmp_path / "out")
+    first_models = fake_models()
+    synthesize(fake_config(template, output), models=first_models)
+    assert first_models.translator.calls == 2 * 5  # two translation calls per shard: 3 de + 2 nl shards
+    before = load(Path(output))
+
+    again = fake_models()
+    synthesize(fake_config(template, output), models=again)
+    assert again.translator.calls == 0
+    assert load(Path(output)) == before
+
+    changed = fake_models()
+    runner = SynthesisRunner(fake_config(template, output, num_beams=2, num_return_sequences=2), models=changed)
+    runner.run()
+    assert changed.translator.calls == 10
+    assert len(list((Path(output) / "shards").iterdir())) == 2  # old shards kept apart, never mixed
+    assert ShardStore(output, fake_config(template, output).result_arguments()).root != runner.store.root
+
+
+def test_a_partly_written_shard_is_redone(raw_dir, tmp_path):
+    template, output = str(raw_dir / "{lang}.txt"), str(tmp_path / "out")
+    runner = SynthesisRunner(fake_config(template, output), models=fake_models())
+    runner.run()
+    expected = load(Path(output))
+    # A run killed between the rows and the done mark leaves rows without statistics.
+    (runner.store.root / "de" / "00001.json").unlink()
+    (runner.store.root / "de" / ".00001.parquet.123.tmp").write_bytes(b"half")
+    models = fake_models()
+    SynthesisRunner(fake_config(template, output), models=models).run()
+    assert models.translator.calls == 2
+    assert load(Path(output)) == expected
+
+
+def run_fakes(*args, env=None, **kwargs):
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})}
+    return subprocess.Popen([sys.executable, str(FAKES), *map(str, args)], env=environment,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def test_sigkill_mid_run_then_rerun_gives_the_uninterrupted_result(raw_dir, tmp_path):
+    template = raw_dir / "{lang}.txt"
+    reference = run_fakes(template, tmp_path / "reference")
+    assert reference.wait(timeout=120) == 0, reference.stderr.read()
+
+    killed_dir = tmp_path / "killed"
+    victim = run_fakes(template, killed_dir, 0.4)  # 0.4 s per translation call: ~1 s per shard
+    deadline = time.time() + 120
+    while not list(killed_dir.glob("shards/*/de/00000.json")):
+        assert victim.poll() is None, victim.stderr.read()
+        assert time.time() < deadline
+        time.sleep(0.05)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    done = list(killed_dir.glob("shards/*/*/*.json"))
+    assert 1 <= len(done) < 5, "the kill must land mid-run"
+    assert not (killed_dir / "dataset").exists()
+
+    rerun = run_fakes(template, killed_dir)
+    assert rerun.wait(timeout=120) == 0, rerun.stderr.read()
+    assert load(killed_dir) == load(tmp_path / "reference")
+
+
+def test_two_torchrun_processes_give_the_same_dataset_as_one(raw_dir, tmp_path):
+    if shutil.which("torchrun") is None:
+        pytest.skip("torchrun is not on PATH")
+    template = raw_dir / "{lang}.txt"
+    single = run_fakes(template, tmp_path / "one")
+    assert single.wait(timeout=120) == 0, single.stderr.read()
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "ACCELERATE_USE_CPU": "1"}
+    two = subprocess.run(
+        ["torchrun", "--standalone", "--nproc_per_node", "2", str(FAKES), str(template), str(tmp_path / "two")],
+        env=environment, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert two.returncode == 0, two.stderr
+    assert load(tmp_path / "two") == load(tmp_path / "one")
+    # Both processes did work (shard k belongs to rank k % 2), and only the main one printed the table.
+    made_by = {json.loads(p.read_text())["process_index"] for p in (tmp_path / "two").glob("shards/*/*/*.json")}
+    assert made_by == {0, 1}
+    assert two.stdout.count(" lang  input") == 1
+
+
+def test_real_pipelines_run_every_stage_with_tiny_models(raw_dir, tmp_path, tiny_m2m100, tiny_xlmr_ner, capsys):
+    output = tmp_path / "out"
+    code = main([
+        "synthesize", "--target_langs", "de", "--input", str(raw_dir / "{lang}.txt"),
+        "--output_dir", str(output), "--mt_model", str(tiny_m2m100), "--ner_model", str(tiny_xlmr_ner),
+        "--num_beams", "2", "--num_return_sequences", "2", "--max_new_tokens", "12", "--shard_size", "4", "--max_words", "12",
+        "--show_progress", "false",
+    ])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert printed.splitlines()[0].split()[:3] == ["lang", "input", "kept"]
+    statistics = json.loads((output / "statistics.json").read_text())["de"]
+    reasons = {k: v for k, v in statistics.items() if k not in {"input", "kept"}}
+    assert statistics["input"] == 7 and statistics["kept"] + sum(reasons.values()) == 7
+    assert reasons["too_long"] == 1
+    discarded = datasets.load_from_disk(str(output / "discarded"))["de"]
+    translated = [row for row in discarded if row["reason"] != "too_long"]
+    assert translated and all(row["source_translation"] for row in translated)  # stage 1 ran on each
+
+
+def test_language_filter_is_restricted_to_the_languages_of_the_run(caplog):
+    language_filter = LanguageIdFilter(["en", "de", "yo"])
+    assert language_filter.languages == ["de", "en"]
+    assert "yo" in caplog.text  # said once, not silently
+    assert language_filter.accepts("Ich wohne seit zehn Jahren in Hamburg und arbeite dort.", "de")
+    assert not language_filter.accepts("I have lived in Hamburg for ten years and work there.", "de")
+    assert language_filter.accepts("anything at all", "yo")  # cannot be checked: passes
+
+
+def test_inputs_stream_from_templates_folders_and_datasets(raw_dir, tmp_path):
+    assert list(iter_raw_sentences(str(raw_dir / "{lang}.txt"), "nl")) == RAW["nl"]
+    assert list(iter_raw_sentences(str(raw_dir), "nl", limit=2)) == RAW["nl"][:2]
+    rows = datasets.Dataset.from_dict({"tokens": [["a", "b"], ["c"]]})
+    assert list(iter_raw_sentences({"xx": rows}, "xx")) == ["a b", "c"]
+    with pytest.raises(FileNotFoundError, match="no raw sentences for 'fr'"):
+        list(iter_raw_sentences(str(raw_dir / "{lang}.txt"), "fr"))
+    with pytest.raises(ValueError, match="no 'text' or 'tokens' column"):
+        list(iter_raw_sentences([{"sentence": "x"}], "xx"))
+    assert [(i, len(s)) for i, s in shards_of(iter(range(7)), 3)] == [(0, 3), (1, 3), (2, 1)]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"target_langs": []}, "at least one target language"),
+        ({"target_langs": ["en"]}, "cannot also be a target"),
+        ({"projection": "alignment"}, "needs alignment_model"),
+        ({"shard_size": 0}, "shard_size must be at least 1"),
+        ({"num_beams": 2, "num_return_sequences": 3}, "cannot exceed num_beams"),
+    ],
+)
+def test_config_rejects_bad_settings(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        SynthesisConfig(**{"target_langs": ["de"], **overrides})
+
+
+def test_target_languages_accept_a_comma_separated_string():
+    assert SynthesisConfig(target_langs="de,es nl").target_langs == ["de", "es", "nl"]
