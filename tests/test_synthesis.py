@@ -223,6 +223,29 @@ def test_inputs_stream_from_templates_folders_and_datasets(raw_dir, tmp_path):
     assert [(i, len(s)) for i, s in shards_of(iter(range(7)), 3)] == [(0, 3), (1, 3), (2, 1)]
 
 
+def test_a_builder_spec_streams_the_sentences_of_its_train_split(shared_data):
+    sentences = list(iter_raw_sentences(f"xtreme40?data_dir={shared_data / 'wikiann'}", "de", limit=2))
+    lines = (shared_data / "wikiann" / "de" / "train").read_text(encoding="utf-8").split("\n\n")[:2]
+    assert sentences == [" ".join(line.split("\t")[0].split(":", 1)[1] for line in block.splitlines())
+                         for block in lines]
+
+
+def test_push_to_hub_sends_the_data_then_the_card(raw_dir, tmp_path, monkeypatch):
+    from huggingface_hub import DatasetCard
+
+    from crop_hf.synthesis.runner import push_to_hub
+
+    result = synthesize(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out")), models=fake_models())
+    calls = []
+    monkeypatch.setattr(datasets.DatasetDict, "push_to_hub",
+                        lambda self, repo_id, **kw: calls.append(("data", repo_id, sorted(self), kw["private"])))
+    monkeypatch.setattr(DatasetCard, "push_to_hub",
+                        lambda self, repo_id, **kw: calls.append(("card", repo_id, self.data.language, kw["repo_type"])))
+    url = push_to_hub(result, "org/crop-de-nl", private=True)
+    assert calls == [("data", "org/crop-de-nl", ["de", "nl"], True), ("card", "org/crop-de-nl", ["de", "nl"], "dataset")]
+    assert url == "https://huggingface.co/datasets/org/crop-de-nl"
+
+
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [

@@ -20,8 +20,9 @@ class SynthesisConfig:
     input: str = field(
         default="xtreme40",
         metadata={"help": "Raw target sentences: a text file per language with '{lang}' in its path "
-                  "(one sentence per line), a folder of '<lang>.txt' files, or a crop-hf builder name "
-                  "('xtreme40', whose sentences are used without their labels)."},
+                  "(one sentence per line), a folder of '<lang>.txt' files, or a source spec such as "
+                  "'xtreme40' or 'xtreme40?data_dir=/data/panx' (a crop-hf builder, config = language) or "
+                  "'hub:NAME:{lang}', whose train sentences are used without their labels."},
     )
     output_dir: str = field(default="crop-hf-synthesis", metadata={"help": "Where shards, the dataset and its card go."})
     source_lang: str = field(default="en", metadata={"help": "Language of the source NER model."})

@@ -30,6 +30,29 @@ def _from_rows(rows: Iterable[dict[str, Any]], column: str | None) -> Iterator[s
             yield text
 
 
+def _from_string(text: str, lang: str, text_column: str | None) -> Iterator[str]:
+    from crop_hf.data import BUILDERS
+    from crop_hf.training.sources import parse_source_spec
+
+    spec = parse_source_spec(text) if text.startswith("hub:") or text.split(":")[0].split("?")[0] in BUILDERS else None
+    if spec is None:
+        path = Path(text)
+        if path.is_dir():
+            path = path / f"{lang}.txt"
+        if not path.is_file():
+            raise FileNotFoundError(f"no raw sentences for {lang!r}: {path} does not exist")
+        return _read_lines(path)
+    if spec.kind == "hub":
+        import datasets
+
+        rows = datasets.load_dataset(spec.name, spec.config, split="train", streaming=True, **spec.kwargs)
+    else:
+        from crop_hf.data import load_dataset
+
+        rows = load_dataset(spec.name, spec.config or lang, split="train", streaming=True, **spec.kwargs)
+    return _from_rows(rows, text_column or "tokens")
+
+
 def iter_raw_sentences(source: Any, lang: str, *, text_column: str | None = None,
                        limit: int | None = None) -> Iterator[str]:
     """Yield the raw sentences of ``lang`` from ``source``, whitespace-normalised, blank ones skipped.
@@ -40,8 +63,9 @@ def iter_raw_sentences(source: Any, lang: str, *, text_column: str | None = None
     * a folder holding ``<lang>.txt``;
     * a ``datasets.Dataset``/``IterableDataset`` (or any iterable of dicts) with a ``text`` or
       ``tokens`` column (or ``text_column``), or a dict mapping languages to such datasets;
-    * a crop-hf builder name such as ``"xtreme40"``: the sentences of its ``train`` split, streamed,
-      labels ignored.
+    * a source spec as ``examples/train_ner.py`` reads them: a crop-hf builder (``"xtreme40"``,
+      ``"xtreme40?data_dir=/data/panx"``; the config defaults to ``lang``) or a Hub dataset
+      (``"hub:NAME:{lang}"``): the sentences of its ``train`` split, streamed, labels ignored.
 
     Nothing is held in memory: lines are read as they are consumed.
     """
@@ -50,22 +74,7 @@ def iter_raw_sentences(source: Any, lang: str, *, text_column: str | None = None
             raise KeyError(f"no input for language {lang!r}; have {sorted(source)}")
         source = source[lang]
     if isinstance(source, (str, Path)):
-        text = str(source)
-        if "{lang}" in text:
-            path = Path(text.format(lang=lang))
-        elif Path(text).is_dir():
-            path = Path(text) / f"{lang}.txt"
-        else:
-            path = None
-        if path is not None:
-            if not path.is_file():
-                raise FileNotFoundError(f"no raw sentences for {lang!r}: {path} does not exist")
-            sentences = _read_lines(path)
-        else:
-            from crop_hf.data import load_dataset
-
-            rows = load_dataset(text, lang, split="train", streaming=True)
-            sentences = _from_rows(rows, text_column or "tokens")
+        sentences = _from_string(str(source).replace("{lang}", lang), lang, text_column)
     else:
         sentences = _from_rows(source, text_column)
     return itertools.islice(sentences, limit)

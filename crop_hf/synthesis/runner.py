@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import shutil
 import sys
 from collections import Counter
@@ -111,14 +112,16 @@ class SynthesisRunner:
                 continue
             if language_filter is None and self.config.language_filter:
                 language_filter = LanguageIdFilter([self.config.source_lang, lang])
-            kept, discarded, reasons = process_shard(sentences, lang, self.config, self.models, language_filter)
+            kept, discarded, reasons = process_shard(
+                sentences, lang, self.config, self.models, language_filter,
+                on_stage=lambda name, index=index: progress.set_postfix_str(f"shard {index}: {name}"),
+            )
             stats = {"input": len(sentences), "kept": len(kept), **reasons, "process_index": state.process_index}
             self.store.write(lang, index, [{"kept": True, "row": json.dumps(row, ensure_ascii=False)} for row in kept]
                              + [{"kept": False, "row": json.dumps(row, ensure_ascii=False)} for row in discarded],
                              stats)
             logger.info("%s shard %d: %d of %d kept", lang, index, len(kept), len(sentences))
             progress.update(len(sentences))
-            progress.set_postfix(kept=len(kept))
         progress.close()
 
     def merge(self) -> SynthesisResult:
@@ -146,7 +149,8 @@ class SynthesisRunner:
         atomic_write_bytes(output / "statistics.json", json.dumps(statistics, indent=2).encode("utf-8"))
         from crop_hf.synthesis.card import synthesis_card
 
-        card = synthesis_card(self.config, statistics, labels, command_line=" ".join(sys.argv),
+        command_line = shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]])
+        card = synthesis_card(self.config, statistics, labels, command_line=command_line,
                               fingerprint=self.store.fingerprint)
         atomic_write_bytes(output / "README.md", card.encode("utf-8"))
         return result

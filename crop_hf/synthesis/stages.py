@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,13 +82,16 @@ def process_shard(
     config: SynthesisConfig,
     models: SynthesisModels,
     language_filter: LanguageIdFilter | None,
+    on_stage: Callable[[str], None] | None = None,
 ) -> tuple[list[dict], list[dict], Counter]:
     """Run every stage on one shard; returns ``(kept rows, discarded rows, reason counts)``.
 
     Kept rows carry ``tokens``, ``ner_tags`` (ids of ``models.labels``), ``lang`` and provenance;
     discarded rows carry the sentence, its tokens, the reason and whatever stages produced, in the
     schema :func:`crop_hf.self_training.self_train` reads (``tokens``, ``lang``, ``source_tags``).
+    ``on_stage`` is called with each stage's name as it starts (progress display).
     """
+    stage = on_stage or (lambda name: None)
     from crop_hf.projection import project_alignment, project_fuzzy, project_lexical, tokenize_target
 
     src = config.source_lang
@@ -105,6 +108,7 @@ def process_shard(
     alive = [r for r in records if r["reason"] is None]
 
     # 1. translate into the source language
+    stage("translate")
     generation = {"num_beams": config.num_beams, "max_new_tokens": config.max_new_tokens}
     if alive:
         outputs = models.translator([r["text"] for r in alive], src_lang=lang, tgt_lang=src,
@@ -117,6 +121,7 @@ def process_shard(
     alive = [r for r in alive if r["reason"] is None]
 
     # 2. tag the translations with the source NER model
+    stage("tag")
     if alive:
         tagged = models.tagger([r["source_translation"] for r in alive], batch_size=config.batch_size)
         for record, entities in zip(alive, tagged, strict=True):
@@ -127,9 +132,11 @@ def process_shard(
     alive = [r for r in alive if r["reason"] is None]
 
     if config.projection == "alignment":
+        stage("align")
         _project_by_alignment(alive, lang, models, project_alignment, tokenize_target)
     else:
         # 3. back-translate with markers
+        stage("back-translate")
         if alive:
             labeled = [{"text": r["source_translation"], "entities": r["source_entities"]} for r in alive]
             outputs = models.translator(labeled, src_lang=src, tgt_lang=lang,
@@ -144,6 +151,7 @@ def process_shard(
                 elif language_filter and not language_filter.accepts(output["translation"], lang):
                     drop(record, "wrong_language_target")
         # 4. project onto the raw sentence
+        stage("project")
         project = project_fuzzy if config.projection == "fuzzy" else project_lexical
         for record in alive:
             if record["reason"] is None:
