@@ -25,6 +25,7 @@ punctuation.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -68,9 +69,8 @@ def _base_language(lang: str) -> str:
     return lang.strip("_").replace("_", "-").split("-")[0].lower()
 
 
-def _in_no_space_script(ch: str) -> bool:
-    code = ord(ch)
-    return any(low <= code <= high for low, high in _NO_SPACE_BLOCKS)
+# One character class for all blocks: the scan runs in C, once per sentence of unknown language.
+_NO_SPACE_CHARACTER = re.compile("[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in _NO_SPACE_BLOCKS) + "]")
 
 
 def uses_characters(text: str, lang: str | None = None) -> bool:
@@ -84,8 +84,9 @@ def uses_characters(text: str, lang: str | None = None) -> bool:
     """
     if lang:
         return _base_language(lang) in NO_SPACE_LANGUAGES
-    letters = [ch for ch in text if ch.isalpha()]
-    return bool(letters) and 2 * sum(map(_in_no_space_script, letters)) >= len(letters)
+    letters = sum(map(str.isalpha, text))
+    in_blocks = sum(map(str.isalpha, _NO_SPACE_CHARACTER.findall(text)))
+    return letters > 0 and 2 * in_blocks >= letters
 
 
 def is_punctuation(token: str) -> bool:
