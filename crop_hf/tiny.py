@@ -106,6 +106,24 @@ def _pieces(processor) -> list[tuple[str, float]]:
     ]
 
 
+def _encoder_decoder_settings(tokenizer, d_model: int, layers: int) -> dict:
+    """Sizes and special ids shared by the tiny M2M100 and BART configs (fairseq conventions)."""
+    return {
+        "d_model": d_model,
+        "encoder_layers": layers,
+        "decoder_layers": layers,
+        "encoder_attention_heads": 2,
+        "decoder_attention_heads": 2,
+        "encoder_ffn_dim": 2 * d_model,
+        "decoder_ffn_dim": 2 * d_model,
+        "max_position_embeddings": 256,
+        "pad_token_id": tokenizer.pad_token_id,
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+        "decoder_start_token_id": tokenizer.eos_token_id,
+    }
+
+
 def build_tiny_m2m100(
     save_dir: str | Path,
     corpus: Iterable[str] | None = None,
@@ -148,21 +166,10 @@ def build_tiny_m2m100(
     torch.manual_seed(seed)
     config = M2M100Config(
         vocab_size=len(tokenizer) + tokenizer.num_madeup_words,
-        d_model=d_model,
-        encoder_layers=layers,
-        decoder_layers=layers,
-        encoder_attention_heads=2,
-        decoder_attention_heads=2,
-        encoder_ffn_dim=2 * d_model,
-        decoder_ffn_dim=2 * d_model,
-        max_position_embeddings=256,
         dropout=0.0,
         attention_dropout=0.0,
         activation_dropout=0.0,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=tokenizer.eos_token_id,
+        **_encoder_decoder_settings(tokenizer, d_model, layers),
     )
     M2M100ForConditionalGeneration(config).save_pretrained(save_dir)
     return save_dir
@@ -245,19 +252,8 @@ def build_tiny_bart(
     torch.manual_seed(seed)
     config = BartConfig(
         vocab_size=len(tokenizer),
-        d_model=d_model,
-        encoder_layers=layers,
-        decoder_layers=layers,
-        encoder_attention_heads=2,
-        decoder_attention_heads=2,
-        encoder_ffn_dim=2 * d_model,
-        decoder_ffn_dim=2 * d_model,
-        max_position_embeddings=256,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=tokenizer.eos_token_id,
         forced_bos_token_id=tokenizer.bos_token_id,
+        **_encoder_decoder_settings(tokenizer, d_model, layers),
     )
     BartForConditionalGeneration(config).save_pretrained(save_dir)
     return save_dir
