@@ -84,6 +84,18 @@ def test_kept_rows_carry_projected_labels_and_every_drop_has_a_reason(raw_dir, t
     assert "__SLOT0__" in broken["labeled_translation"]
 
 
+def test_a_language_with_every_sentence_dropped_still_loads(tmp_path):
+    # Regression: datasets 5 saved an empty DatasetDict split with zero shards, unloadable.
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    (folder / "de.txt").write_text("nur kleine wörter hier .\n", encoding="utf-8")
+    config = fake_config(str(folder / "{lang}.txt"), str(tmp_path / "out"), target_langs=["de"])
+    result = synthesize(config, models=fake_models())
+    assert result.statistics["de"]["kept"] == 0 and result.statistics["de"]["all_o"] == 1
+    assert datasets.load_from_disk(str(result.dataset_path))["de"].num_rows == 0
+    assert datasets.load_from_disk(str(result.discarded_path))["de"]["reason"] == ["all_o"]
+
+
 def test_card_and_statistics_are_written_from_the_run(raw_dir, tmp_path):
     result = synthesize(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out")), models=fake_models())
     statistics = json.loads((result.output_dir / "statistics.json").read_text())

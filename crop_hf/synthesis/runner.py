@@ -266,7 +266,10 @@ def _save_atomically(dataset_dict, path: Path) -> None:
     temporary = path.with_name(f".{path.name}.tmp")
     if temporary.exists():
         shutil.rmtree(temporary)
-    dataset_dict.save_to_disk(str(temporary))
+    # datasets 5 writes an empty split of a DatasetDict with zero shards, and load_from_disk then
+    # fails (IndexError); one explicit shard keeps an all-dropped language loadable.
+    dataset_dict.save_to_disk(str(temporary), num_shards={name: 1 for name, split in dataset_dict.items()
+                                                         if len(split) == 0})
     if path.exists():
         shutil.rmtree(path)
     temporary.rename(path)
