@@ -13,7 +13,7 @@ from huggingface_hub import DatasetCard
 from synthesis_fakes import fake_config, fake_models
 
 from crop_hf.cli import main
-from crop_hf.synthesis import LanguageIdFilter, SynthesisConfig, SynthesisRunner, synthesize
+from crop_hf.synthesis import REASONS, LanguageIdFilter, SynthesisConfig, SynthesisRunner, synthesize
 from crop_hf.synthesis.inputs import iter_raw_sentences, shards_of
 from crop_hf.synthesis.shards import ShardStore
 
@@ -275,3 +275,24 @@ def test_config_rejects_bad_settings(overrides, message):
 
 def test_target_languages_accept_a_comma_separated_string():
     assert SynthesisConfig(target_langs="de,es nl").target_langs == ["de", "es", "nl"]
+
+
+def test_demo_runs_every_stage_offline_and_says_it_is_a_smoke_run(tmp_path, capsys):
+    assert main(["demo", "--output_dir", str(tmp_path), "--target_langs", "de"]) == 0
+    printed = capsys.readouterr().out
+    assert "SMOKE RUN" in printed and "meaningless" in printed
+    statistics = json.loads((tmp_path / "synthesis" / "statistics.json").read_text())["de"]
+    assert statistics["input"] == 10  # the bundled German sample sentences
+    assert statistics["kept"] + sum(statistics[r] for r in REASONS) == 10
+    assert "| de | 10 |" in (tmp_path / "synthesis" / "README.md").read_text()
+    discarded = datasets.load_from_disk(str(tmp_path / "synthesis" / "discarded"))["de"]
+    assert all(row["source_translation"] for row in discarded)  # the models really ran
+
+
+def test_synthesize_help_lists_the_options_a_user_needs(capsys):
+    with pytest.raises(SystemExit):
+        main(["synthesize", "--help"])
+    text = capsys.readouterr().out
+    for option in ("--target_langs", "--mt_model", "--ner_model", "--input", "--output_dir", "--batch_size",
+                   "--num_beams", "--max_sentences", "--device", "--push_to_hub", "--source_lang"):
+        assert option in text
