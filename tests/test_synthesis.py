@@ -296,3 +296,20 @@ def test_synthesize_help_lists_the_options_a_user_needs(capsys):
     for option in ("--target_langs", "--mt_model", "--ner_model", "--input", "--output_dir", "--batch_size",
                    "--num_beams", "--max_sentences", "--device", "--push_to_hub", "--source_lang"):
         assert option in text
+
+
+def test_self_training_reads_what_synthesis_writes(raw_dir, tmp_path, tiny_xlmr_ner, capsys):
+    result = synthesize(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out")), models=fake_models())
+    code = main(["self-train", "--kept", str(result.dataset_path), "--discarded", str(result.discarded_path),
+                 "--source_model", str(tiny_xlmr_ner), "--model_name_or_path", str(tiny_xlmr_ner),
+                 "--output_dir", str(tmp_path / "self-trained"), "--max_train_steps", "2", "--no_progress"])
+    assert code == 0
+    corpus = datasets.load_from_disk(str(tmp_path / "self-trained" / "corpus"))["train"]
+    rules = corpus.features["label_rule"].int2str(corpus["label_rule"])
+    kept = sum(stats["kept"] for stats in result.statistics.values())
+    assert rules.count("synthesis") == kept  # every kept sentence, labels unchanged
+    assert sorted(corpus["lang"][:kept]) == sorted(["de"] * 4 + ["nl"] * 3)
+    # Every discarded sentence was re-labeled or dropped with a printed count: none is lost silently.
+    printed = capsys.readouterr().out
+    dropped = sum(int(line.rsplit(":", 1)[1]) for line in printed.splitlines() if line.strip().startswith("dropped ("))
+    assert len(corpus) - kept + dropped == sum(s["input"] - s["kept"] for s in result.statistics.values())
