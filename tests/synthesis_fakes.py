@@ -61,8 +61,16 @@ class FakeTagger:
         return results
 
 
+class FakeAligner:
+    """Links word i to word i: right for the identity translation."""
+
+    def align(self, sources, targets):
+        return [[(i, i) for i in range(min(len(s), len(t)))] for s, t in zip(sources, targets, strict=True)]
+
+
 def fake_models(delay: float = 0.0) -> SynthesisModels:
-    return SynthesisModels(translator=FakeTranslator(delay), tagger=FakeTagger(), labels=CONLL_LABELS)
+    return SynthesisModels(translator=FakeTranslator(delay), tagger=FakeTagger(), labels=CONLL_LABELS,
+                           aligner=FakeAligner())
 
 
 def fake_config(input_template: str, output_dir: str, **overrides) -> SynthesisConfig:

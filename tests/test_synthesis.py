@@ -96,6 +96,27 @@ def test_a_language_with_every_sentence_dropped_still_loads(tmp_path):
     assert datasets.load_from_disk(str(result.discarded_path))["de"]["reason"] == ["all_o"]
 
 
+@pytest.mark.parametrize("projection", ["fuzzy", "alignment"])
+def test_other_projection_methods_label_the_same_sentences(raw_dir, tmp_path, projection):
+    template = str(raw_dir / "{lang}.txt")
+    lexical = synthesize(fake_config(template, str(tmp_path / "lexical")), models=fake_models())
+    models = fake_models()
+    other = synthesize(fake_config(template, str(tmp_path / projection), projection=projection,
+                                   alignment_model="fake-aligner"), models=models)
+    # The identity translation makes every method right, so all must agree with exact matching;
+    # alignment projection skips the back-translation, so its broken-marker sentence is kept too.
+    kept, _ = load(lexical.output_dir)
+    kept_other, _ = load(other.output_dir)
+    if projection == "fuzzy":
+        assert kept_other == kept
+    else:
+        rows = {" ".join(r["tokens"]): r["ner_tags"] for r in kept_other["de"]}
+        assert all(rows[" ".join(r["tokens"])] == r["ner_tags"] for r in kept["de"])
+        assert other.statistics["de"]["kept"] == lexical.statistics["de"]["kept"] + 1
+        assert other.statistics["de"]["markers_incomplete"] == 0
+        assert models.translator.calls == 5  # one translation per shard: no back-translation
+
+
 def test_card_and_statistics_are_written_from_the_run(raw_dir, tmp_path):
     result = synthesize(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out")), models=fake_models())
     statistics = json.loads((result.output_dir / "statistics.json").read_text())
