@@ -20,7 +20,7 @@ import sys
 import time
 
 from crop_hf.labels import CONLL_LABELS
-from crop_hf.markers import extract, mark_text
+from crop_hf.markers import extract, get_marker_style, mark_text
 from crop_hf.synthesis import SynthesisConfig, SynthesisModels, synthesize
 
 
@@ -28,6 +28,7 @@ class FakeTranslator:
     def __init__(self, delay: float = 0.0) -> None:
         self.delay = delay
         self.calls = 0
+        self.marker_style = get_marker_style("crop")
 
     def __call__(self, records, src_lang, tgt_lang, num_return_sequences=1, **kwargs):
         self.calls += 1

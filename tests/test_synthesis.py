@@ -29,6 +29,7 @@ RAW = {
         "eins zwei drei vier fünf sechs sieben acht neun zehn elf zwölf dreizehn",  # too_long (> 12 words)
         "Anna trifft Peter in Hamburg .",  # kept
         "Der Hafen von Hamburg liegt an der Elbe .",  # kept
+        "Siehe __SLOT2__ Fußnote .",  # contains_marker: would confuse the markers, dropped before translation
     ],
     "nl": [
         "Ik woon in Hamburg .",
@@ -59,7 +60,7 @@ def load(output: Path) -> tuple[list[dict], list[dict]]:
 def test_kept_rows_carry_projected_labels_and_every_drop_has_a_reason(raw_dir, tmp_path):
     result = synthesize(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out")), models=fake_models())
     assert result.statistics["de"] == {
-        "input": 7, "kept": 4, "all_o": 1, "markers_incomplete": 1, "too_long": 1,
+        "input": 8, "kept": 4, "all_o": 1, "markers_incomplete": 1, "too_long": 1, "contains_marker": 1,
         "wrong_language_source": 0, "wrong_language_target": 0, "projection_incomplete": 0,
     }
     assert result.statistics["nl"]["kept"] == 3 and result.statistics["nl"]["all_o"] == 1
@@ -78,7 +79,7 @@ def test_kept_rows_carry_projected_labels_and_every_drop_has_a_reason(raw_dir, t
     assert {row["lang"] for row in dataset["de"]} == {"de"}
 
     discarded = datasets.load_from_disk(str(result.discarded_path))["de"]
-    assert sorted(discarded["reason"]) == ["all_o", "markers_incomplete", "too_long"]
+    assert sorted(discarded["reason"]) == ["all_o", "contains_marker", "markers_incomplete", "too_long"]
     broken = next(row for row in discarded if row["reason"] == "markers_incomplete")
     assert broken["source_translation"] == RAW["de"][3]
     assert "__SLOT0__" in broken["labeled_translation"]
@@ -124,13 +125,13 @@ def test_card_and_statistics_are_written_from_the_run(raw_dir, tmp_path):
     card = DatasetCard.load(result.output_dir / "README.md")
     assert card.data.language == ["de", "nl"]
     assert [f["split"] for f in card.data.configs[0]["data_files"]] == ["de", "nl"]
-    assert "| de | 7 | 4 | 0 | 0 | 1 | 1 | 0 | 1 |" in card.text
+    assert "| de | 8 | 4 | 0 | 0 | 1 | 1 | 1 | 0 | 1 |" in card.text
     assert "`fake-mt`" in card.text and "`fake-ner`" in card.text
     assert "| num_beams | `5` |" in card.text
     table = result.table().splitlines()
     assert table[0].split() == ["lang", "input", "kept", "wrong_language_source", "wrong_language_target",
-                                "too_long", "markers_incomplete", "projection_incomplete", "all_o"]
-    assert table[-1].split()[:3] == ["total", "11", "7"]
+                                "too_long", "contains_marker", "markers_incomplete", "projection_incomplete", "all_o"]
+    assert table[-1].split()[:3] == ["total", "12", "7"]
 
 
 def test_rerun_skips_finished_shards_and_changed_arguments_start_afresh(raw_dir, tmp_path):
@@ -228,10 +229,10 @@ def test_real_pipelines_run_every_stage_with_tiny_models(raw_dir, tmp_path, tiny
     assert printed.splitlines()[0].split()[:3] == ["lang", "input", "kept"]
     statistics = json.loads((output / "statistics.json").read_text())["de"]
     reasons = {k: v for k, v in statistics.items() if k not in {"input", "kept"}}
-    assert statistics["input"] == 7 and statistics["kept"] + sum(reasons.values()) == 7
-    assert reasons["too_long"] == 1
+    assert statistics["input"] == 8 and statistics["kept"] + sum(reasons.values()) == 8
+    assert reasons["too_long"] == 1 and reasons["contains_marker"] == 1
     discarded = datasets.load_from_disk(str(output / "discarded"))["de"]
-    translated = [row for row in discarded if row["reason"] != "too_long"]
+    translated = [row for row in discarded if row["reason"] not in {"too_long", "contains_marker"}]
     assert translated and all(row["source_translation"] for row in translated)  # stage 1 ran on each
 
 

@@ -10,6 +10,9 @@ reason                    dropped because
                           language (langid, restricted to the languages of the run)
 ``wrong_language_target`` the labeled back-translation is identified as another language
 ``too_long``              the raw sentence has more than ``max_words`` words (CroP: 128)
+``contains_marker``       the raw sentence already contains a boundary marker of the
+                          translator's style (``__SLOT3__``), so its labels could not be read
+                          back unambiguously
 ``markers_incomplete``    no beam hypothesis kept every boundary marker intact
 ``projection_incomplete`` a translated entity was not found in the raw sentence
 ``all_o``                 no entity was projected (CroP deletes all-``O`` sentences)
@@ -29,6 +32,7 @@ REASONS: tuple[str, ...] = (
     "wrong_language_source",
     "wrong_language_target",
     "too_long",
+    "contains_marker",
     "markers_incomplete",
     "projection_incomplete",
     "all_o",

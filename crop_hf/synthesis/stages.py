@@ -102,9 +102,12 @@ def process_shard(
         if record["reason"] is None:
             record["reason"] = reason
 
+    marker_style = getattr(models.translator, "marker_style", None)
     for record in records:
         if len(record["text"].split()) > config.max_words:
             drop(record, "too_long")
+        elif marker_style is not None and _has_marker(marker_style, record["text"]):
+            drop(record, "contains_marker")  # the translator would refuse it, and its labels could not be trusted
     alive = [r for r in records if r["reason"] is None]
 
     # 1. translate into the source language
@@ -165,6 +168,14 @@ def process_shard(
             elif all(tag == "O" for tag in projection.tags):
                 drop(record, "all_o")
     return _rows(records, models.labels)
+
+
+def _has_marker(marker_style, text: str) -> bool:
+    try:
+        marker_style.mark_text(text, [])
+    except ValueError:
+        return True
+    return False
 
 
 def _entity_spans(text: str, entities: list[dict]) -> list[dict]:
