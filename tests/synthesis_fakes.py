@@ -6,7 +6,7 @@ splitting can be checked on outputs whose right answer is known. (The real pipel
 exercised end to end with tiny models in tests/test_synthesis.py.)
 
 Rules: translation is the identity, except that a sentence containing "broken" loses its last
-marker; the tagger labels capitalised words after the first one, LOC if they end in "burg",
+marker and one containing "explode" makes the whole call raise ValueError; the tagger labels capitalised words after the first one, LOC if they end in "burg",
 ORG if they end in "AG", PER otherwise.
 
 Run as a script it synthesizes with these fakes (for the SIGKILL and torchrun tests):
@@ -36,6 +36,8 @@ class FakeTranslator:
         outputs = []
         for record in records:
             text = record if isinstance(record, str) else record["text"]
+            if "explode" in text:
+                raise ValueError(f"sentence {len(outputs)}: cannot translate {text!r}")
             marked = mark_text(text, [] if isinstance(record, str) else record["entities"])
             translation = marked.text
             if "broken" in translation and marked.entities:

@@ -61,7 +61,7 @@ def test_kept_rows_carry_projected_labels_and_every_drop_has_a_reason(raw_dir, t
     result = synthesize(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out")), models=fake_models())
     assert result.statistics["de"] == {
         "input": 8, "kept": 4, "all_o": 1, "markers_incomplete": 1, "too_long": 1, "contains_marker": 1,
-        "wrong_language_source": 0, "wrong_language_target": 0, "projection_incomplete": 0,
+        "pipeline_error": 0, "wrong_language_source": 0, "wrong_language_target": 0, "projection_incomplete": 0,
     }
     assert result.statistics["nl"]["kept"] == 3 and result.statistics["nl"]["all_o"] == 1
 
@@ -118,6 +118,19 @@ def test_other_projection_methods_label_the_same_sentences(raw_dir, tmp_path, pr
         assert models.translator.calls == 5  # one translation per shard: no back-translation
 
 
+def test_a_record_the_pipeline_refuses_is_dropped_and_its_batch_goes_on(tmp_path, caplog):
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    lines = ["Ich wohne in Hamburg .", "Das explode Beispiel .", "Anna trifft Peter ."]
+    (folder / "de.txt").write_text("\n".join(lines), encoding="utf-8")
+    config = fake_config(str(folder / "{lang}.txt"), str(tmp_path / "out"), target_langs=["de"])
+    result = synthesize(config, models=fake_models())
+    assert result.statistics["de"]["pipeline_error"] == 1 and result.statistics["de"]["kept"] == 2
+    assert "explode" in caplog.text  # the error is logged, not swallowed
+    discarded = datasets.load_from_disk(str(result.discarded_path))["de"]
+    assert discarded["text"] == ["Das explode Beispiel ."] and discarded["reason"] == ["pipeline_error"]
+
+
 def test_card_and_statistics_are_written_from_the_run(raw_dir, tmp_path):
     result = synthesize(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out")), models=fake_models())
     statistics = json.loads((result.output_dir / "statistics.json").read_text())
@@ -125,12 +138,13 @@ def test_card_and_statistics_are_written_from_the_run(raw_dir, tmp_path):
     card = DatasetCard.load(result.output_dir / "README.md")
     assert card.data.language == ["de", "nl"]
     assert [f["split"] for f in card.data.configs[0]["data_files"]] == ["de", "nl"]
-    assert "| de | 8 | 4 | 0 | 0 | 1 | 1 | 1 | 0 | 1 |" in card.text
+    assert "| de | 8 | 4 | 0 | 0 | 1 | 1 | 0 | 1 | 0 | 1 |" in card.text
     assert "`fake-mt`" in card.text and "`fake-ner`" in card.text
     assert "| num_beams | `5` |" in card.text
     table = result.table().splitlines()
     assert table[0].split() == ["lang", "input", "kept", "wrong_language_source", "wrong_language_target",
-                                "too_long", "contains_marker", "markers_incomplete", "projection_incomplete", "all_o"]
+                                "too_long", "contains_marker", "pipeline_error", "markers_incomplete",
+                                "projection_incomplete", "all_o"]
     assert table[-1].split()[:3] == ["total", "12", "7"]
 
 

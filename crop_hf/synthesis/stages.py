@@ -114,9 +114,12 @@ def process_shard(
     stage("translate")
     generation = {"num_beams": config.num_beams, "max_new_tokens": config.max_new_tokens}
     if alive:
-        outputs = models.translator([r["text"] for r in alive], src_lang=lang, tgt_lang=src,
-                                    num_return_sequences=1, **generation)
+        outputs = _each_or_none(lambda batch: models.translator(
+            batch, src_lang=lang, tgt_lang=src, num_return_sequences=1, **generation), [r["text"] for r in alive])
         for record, output in zip(alive, outputs, strict=True):
+            if output is None:
+                drop(record, "pipeline_error")
+                continue
             record["source_translation"] = output["translation"]
             translation = output["translation"]
             if not translation or (language_filter and not language_filter.accepts(translation, src)):
@@ -126,8 +129,12 @@ def process_shard(
     # 2. tag the translations with the source NER model
     stage("tag")
     if alive:
-        tagged = models.tagger([r["source_translation"] for r in alive], batch_size=config.batch_size)
+        tagged = _each_or_none(lambda batch: models.tagger(batch, batch_size=config.batch_size),
+                               [r["source_translation"] for r in alive])
         for record, entities in zip(alive, tagged, strict=True):
+            if entities is None:
+                drop(record, "pipeline_error")
+                continue
             text = record["source_translation"]
             record["source_entities"] = _entity_spans(text, entities)
             if not record["source_entities"]:
@@ -142,9 +149,13 @@ def process_shard(
         stage("back-translate")
         if alive:
             labeled = [{"text": r["source_translation"], "entities": r["source_entities"]} for r in alive]
-            outputs = models.translator(labeled, src_lang=src, tgt_lang=lang,
-                                        num_return_sequences=config.num_return_sequences, **generation)
+            outputs = _each_or_none(lambda batch: models.translator(
+                batch, src_lang=src, tgt_lang=lang, num_return_sequences=config.num_return_sequences, **generation),
+                labeled)
             for record, output in zip(alive, outputs, strict=True):
+                if output is None:
+                    drop(record, "pipeline_error")
+                    continue
                 record["labeled_translation"] = output["marked_translation"]
                 record["back_translation"] = output["translation"]
                 record["hypotheses_tried"] = output["hypotheses_tried"]
@@ -168,6 +179,30 @@ def process_shard(
             elif all(tag == "O" for tag in projection.tags):
                 drop(record, "all_o")
     return _rows(records, models.labels)
+
+
+def _each_or_none(call: Callable[[list], list], items: list) -> list:
+    """``call(items)``; if a record makes it raise, redo the batch one record at a time.
+
+    A record the pipeline refuses (``ValueError``/``TypeError``, e.g. text it cannot mark) gets
+    ``None`` and is dropped with reason ``pipeline_error`` instead of stopping the corpus run. Other
+    errors (out of memory, a missing model) are not about one record and propagate.
+    """
+    refused = (ValueError, TypeError)
+    if not items:
+        return []
+    try:
+        return list(call(items))
+    except refused as error:
+        logger.warning("a batch of %d failed (%s); retrying its records one by one", len(items), error)
+    results = []
+    for item in items:
+        try:
+            results.append(call([item])[0])
+        except refused as error:
+            logger.warning("dropping a record the pipeline refused: %s", error)
+            results.append(None)
+    return results
 
 
 def _has_marker(marker_style, text: str) -> bool:
