@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,7 +92,7 @@ def process_shard(
     ``on_stage`` is called with each stage's name as it starts (progress display).
     """
     stage = on_stage or (lambda name: None)
-    from crop_hf.projection import project_alignment, project_fuzzy, project_lexical, tokenize_target
+    from crop_hf.projection import project_fuzzy, project_lexical
 
     src = config.source_lang
     records = [{"text": text, "lang": lang, "source_translation": "", "labeled_translation": "",
@@ -113,57 +113,40 @@ def process_shard(
     # 1. translate into the source language
     stage("translate")
     generation = {"num_beams": config.num_beams, "max_new_tokens": config.max_new_tokens}
-    if alive:
-        outputs = _each_or_none(lambda batch: models.translator(
-            batch, src_lang=lang, tgt_lang=src, num_return_sequences=1, **generation), [r["text"] for r in alive])
-        for record, output in zip(alive, outputs, strict=True):
-            if output is None:
-                drop(record, "pipeline_error")
-                continue
-            record["source_translation"] = output["translation"]
-            translation = output["translation"]
-            if not translation or (language_filter and not language_filter.accepts(translation, src)):
-                drop(record, "wrong_language_source")
+    translate_to_source = lambda batch: models.translator(  # noqa: E731
+        batch, src_lang=lang, tgt_lang=src, num_return_sequences=1, **generation)
+    for record, output in _apply(translate_to_source, alive, [r["text"] for r in alive], drop):
+        translation = record["source_translation"] = output["translation"]
+        if not translation or (language_filter and not language_filter.accepts(translation, src)):
+            drop(record, "wrong_language_source")
     alive = [r for r in alive if r["reason"] is None]
 
     # 2. tag the translations with the source NER model
     stage("tag")
-    if alive:
-        tagged = _each_or_none(lambda batch: models.tagger(batch, batch_size=config.batch_size),
-                               [r["source_translation"] for r in alive])
-        for record, entities in zip(alive, tagged, strict=True):
-            if entities is None:
-                drop(record, "pipeline_error")
-                continue
-            text = record["source_translation"]
-            record["source_entities"] = _entity_spans(text, entities)
-            if not record["source_entities"]:
-                drop(record, "all_o")
+    tag = lambda batch: models.tagger(batch, batch_size=config.batch_size)  # noqa: E731
+    for record, entities in _apply(tag, alive, [r["source_translation"] for r in alive], drop):
+        record["source_entities"] = _entity_spans(record["source_translation"], entities)
+        if not record["source_entities"]:
+            drop(record, "all_o")
     alive = [r for r in alive if r["reason"] is None]
 
     if config.projection == "alignment":
         stage("align")
-        _project_by_alignment(alive, lang, models, project_alignment, tokenize_target)
+        _project_by_alignment(alive, lang, models)
     else:
         # 3. back-translate with markers
         stage("back-translate")
-        if alive:
-            labeled = [{"text": r["source_translation"], "entities": r["source_entities"]} for r in alive]
-            outputs = _each_or_none(lambda batch: models.translator(
-                batch, src_lang=src, tgt_lang=lang, num_return_sequences=config.num_return_sequences, **generation),
-                labeled)
-            for record, output in zip(alive, outputs, strict=True):
-                if output is None:
-                    drop(record, "pipeline_error")
-                    continue
-                record["labeled_translation"] = output["marked_translation"]
-                record["back_translation"] = output["translation"]
-                record["hypotheses_tried"] = output["hypotheses_tried"]
-                record["translated_entities"] = output["entities"]
-                if not output["complete"]:
-                    drop(record, "markers_incomplete")
-                elif language_filter and not language_filter.accepts(output["translation"], lang):
-                    drop(record, "wrong_language_target")
+        translate_back = lambda batch: models.translator(  # noqa: E731
+            batch, src_lang=src, tgt_lang=lang, num_return_sequences=config.num_return_sequences, **generation)
+        labeled = [{"text": r["source_translation"], "entities": r["source_entities"]} for r in alive]
+        for record, output in _apply(translate_back, alive, labeled, drop):
+            record["labeled_translation"] = output["marked_translation"]
+            record["back_translation"] = output["translation"]
+            record["translated_entities"] = output["entities"]
+            if not output["complete"]:
+                drop(record, "markers_incomplete")
+            elif language_filter and not language_filter.accepts(output["translation"], lang):
+                drop(record, "wrong_language_target")
         # 4. project onto the raw sentence
         stage("project")
         project = project_fuzzy if config.projection == "fuzzy" else project_lexical
@@ -179,6 +162,15 @@ def process_shard(
             elif all(tag == "O" for tag in projection.tags):
                 drop(record, "all_o")
     return _rows(records, models.labels)
+
+
+def _apply(call: Callable[[list], list], records: list[dict], inputs: list, drop) -> Iterator[tuple[dict, Any]]:
+    """``(record, output)`` for each record the stage handled; the others are dropped as ``pipeline_error``."""
+    for record, output in zip(records, _each_or_none(call, inputs), strict=True):
+        if output is None:
+            drop(record, "pipeline_error")
+        else:
+            yield record, output
 
 
 def _each_or_none(call: Callable[[list], list], items: list) -> list:
@@ -227,9 +219,10 @@ def _entity_spans(text: str, entities: list[dict]) -> list[dict]:
     return spans
 
 
-def _project_by_alignment(records, lang, models, project_alignment, tokenize_target) -> None:
+def _project_by_alignment(records: list[dict], lang: str, models: SynthesisModels) -> None:
     """CSTOP's translate-and-align: source spans reach the raw sentence through word links."""
     from crop_hf.labels import Span, spans_to_tags
+    from crop_hf.projection import project_alignment, tokenize_target
 
     if not records:
         return
