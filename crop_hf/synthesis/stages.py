@@ -20,6 +20,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from crop_hf.labels import CONLL_LABELS, LabelSet
@@ -113,8 +114,8 @@ def process_shard(
     # 1. translate into the source language
     stage("translate")
     generation = {"num_beams": config.num_beams, "max_new_tokens": config.max_new_tokens}
-    translate_to_source = lambda batch: models.translator(  # noqa: E731
-        batch, src_lang=lang, tgt_lang=src, num_return_sequences=1, **generation)
+    translate_to_source = partial(models.translator, src_lang=lang, tgt_lang=src, num_return_sequences=1,
+                                  **generation)
     for record, output in _apply(translate_to_source, alive, [r["text"] for r in alive], drop):
         translation = record["source_translation"] = output["translation"]
         if not translation or (language_filter and not language_filter.accepts(translation, src)):
@@ -123,7 +124,7 @@ def process_shard(
 
     # 2. tag the translations with the source NER model
     stage("tag")
-    tag = lambda batch: models.tagger(batch, batch_size=config.batch_size)  # noqa: E731
+    tag = partial(models.tagger, batch_size=config.batch_size)
     for record, entities in _apply(tag, alive, [r["source_translation"] for r in alive], drop):
         record["source_entities"] = _entity_spans(record["source_translation"], entities)
         if not record["source_entities"]:
@@ -136,8 +137,8 @@ def process_shard(
     else:
         # 3. back-translate with markers
         stage("back-translate")
-        translate_back = lambda batch: models.translator(  # noqa: E731
-            batch, src_lang=src, tgt_lang=lang, num_return_sequences=config.num_return_sequences, **generation)
+        translate_back = partial(models.translator, src_lang=src, tgt_lang=lang,
+                                 num_return_sequences=config.num_return_sequences, **generation)
         labeled = [{"text": r["source_translation"], "entities": r["source_entities"]} for r in alive]
         for record, output in _apply(translate_back, alive, labeled, drop):
             record["labeled_translation"] = output["marked_translation"]
