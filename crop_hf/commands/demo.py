@@ -47,7 +47,5 @@ def run(args: argparse.Namespace) -> int:
         max_new_tokens=32, shard_size=4,
     )
     result = synthesize(config)
-    print(result.table())
-    print(f"\ndataset: {result.dataset_path}\ndiscarded sentences: {result.discarded_path}"
-          f"\ncard: {result.output_dir / 'README.md'}")
+    print(result.report())
     return 0

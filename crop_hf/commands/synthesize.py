@@ -32,9 +32,7 @@ def run(args: argparse.Namespace) -> int:
     config = dataclass_from_args(SynthesisConfig, args)
     result = synthesize(config)
     if result.statistics:  # the main process
-        print(result.table())
-        print(f"\ndataset: {result.dataset_path}\ndiscarded sentences: {result.discarded_path}"
-              f"\ncard: {result.output_dir / 'README.md'}")
+        print(result.report())
         if args.push_to_hub:
             url = push_to_hub(result, args.push_to_hub, private=args.private)
             print(f"pushed to {url}")

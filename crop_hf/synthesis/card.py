@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from crop_hf.cards import TEMPLATES_DIR
 from crop_hf.synthesis.config import SynthesisConfig
-from crop_hf.synthesis.filters import REASONS
+from crop_hf.synthesis.filters import STATISTICS_COLUMNS
 
 __all__ = ["synthesis_card"]
 
@@ -40,8 +40,8 @@ def synthesis_card(
         configs=[{"config_name": "default",
                   "data_files": [{"split": lang, "path": f"data/{lang}-*"} for lang in languages]}],
     )
-    columns = ["input", "kept", *REASONS]
-    rows = [{"lang": lang, "cells": [stats.get(c, 0) for c in columns]} for lang, stats in statistics.items()]
+    rows = [{"lang": lang, "cells": [stats.get(c, 0) for c in STATISTICS_COLUMNS]}
+            for lang, stats in statistics.items()]
     card = DatasetCard.from_template(
         data,
         template_path=str(TEMPLATE),
@@ -54,7 +54,7 @@ def synthesis_card(
         ner_model=config.ner_model,
         ner_revision=config.ner_revision,
         alignment_model=config.alignment_model,
-        columns=columns,
+        columns=STATISTICS_COLUMNS,
         rows=rows,
         max_words=config.max_words,
         label_names=list(label_names),

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["REASONS", "LanguageIdFilter"]
+__all__ = ["REASONS", "STATISTICS_COLUMNS", "LanguageIdFilter"]
 
 REASONS: tuple[str, ...] = (
     "wrong_language_source",
@@ -40,6 +40,9 @@ REASONS: tuple[str, ...] = (
     "projection_incomplete",
     "all_o",
 )
+
+#: The counts a run reports per language: sentences read, kept, and dropped per reason.
+STATISTICS_COLUMNS: tuple[str, ...] = ("input", "kept", *REASONS)
 
 
 class LanguageIdFilter:

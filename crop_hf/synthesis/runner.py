@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from crop_hf.synthesis.config import SynthesisConfig
-from crop_hf.synthesis.filters import REASONS, LanguageIdFilter
+from crop_hf.synthesis.filters import STATISTICS_COLUMNS, LanguageIdFilter
 from crop_hf.synthesis.inputs import iter_raw_sentences, shards_of
 from crop_hf.synthesis.shards import ShardStore, atomic_write_bytes
 from crop_hf.synthesis.stages import SynthesisModels, process_shard
@@ -44,15 +44,19 @@ class SynthesisResult:
 
     def table(self) -> str:
         """The counts as a plain-text table, one row per language and a total row."""
-        columns = ["input", "kept", *REASONS]
-        rows = [[lang, *(str(stats.get(c, 0)) for c in columns)] for lang, stats in self.statistics.items()]
-        totals = [sum(stats.get(c, 0) for stats in self.statistics.values()) for c in columns]
+        rows = [[lang, *(str(stats.get(c, 0)) for c in STATISTICS_COLUMNS)] for lang, stats in self.statistics.items()]
+        totals = [sum(stats.get(c, 0) for stats in self.statistics.values()) for c in STATISTICS_COLUMNS]
         rows.append(["total", *map(str, totals)])
-        header = ["lang", *columns]
+        header = ["lang", *STATISTICS_COLUMNS]
         widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
         lines = ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in [header, *rows]]
         lines.insert(1, "  ".join("-" * width for width in widths))
         return "\n".join(lines)
+
+    def report(self) -> str:
+        """The table and where the outputs are: what the CLI prints at the end of a run."""
+        return (f"{self.table()}\n\ndataset: {self.dataset_path}\ndiscarded sentences: {self.discarded_path}"
+                f"\ncard: {self.output_dir / 'README.md'}")
 
 
 class SynthesisRunner:
@@ -117,9 +121,10 @@ class SynthesisRunner:
                 on_stage=lambda name, index=index: progress.set_postfix_str(f"shard {index}: {name}"),
             )
             stats = {"input": len(sentences), "kept": len(kept), **reasons, "process_index": state.process_index}
-            self.store.write(lang, index, [{"kept": True, "row": json.dumps(row, ensure_ascii=False)} for row in kept]
-                             + [{"kept": False, "row": json.dumps(row, ensure_ascii=False)} for row in discarded],
-                             stats)
+            # Kept and discarded rows share one file, so a shard is written (and renamed) in one step.
+            rows = [{"kept": flag, "row": json.dumps(row, ensure_ascii=False)}
+                    for flag, part in ((True, kept), (False, discarded)) for row in part]
+            self.store.write(lang, index, rows, stats)
             logger.info("%s shard %d: %d of %d kept", lang, index, len(kept), len(sentences))
             progress.update(len(sentences))
         progress.close()
@@ -129,20 +134,17 @@ class SynthesisRunner:
         import datasets
 
         output = Path(self.config.output_dir)
-        statistics: dict[str, dict[str, int]] = {}
-        for lang in self.config.target_langs:
-            counts: Counter = Counter()
-            for _, _, stats in self.store.finished(lang):
-                counts.update(stats)
-            statistics[lang] = {"input": counts["input"], "kept": counts["kept"],
-                                **{reason: counts[reason] for reason in REASONS}}
         labels = self._label_names()
-        kept = datasets.DatasetDict({
-            lang: _dataset(self.store, lang, True, _kept_features(labels)) for lang in self.config.target_langs
-        })
-        discarded = datasets.DatasetDict({
-            lang: _dataset(self.store, lang, False, _discarded_features()) for lang in self.config.target_langs
-        })
+        statistics: dict[str, dict[str, int]] = {}
+        kept, discarded = datasets.DatasetDict(), datasets.DatasetDict()
+        for lang in self.config.target_langs:
+            finished = list(self.store.finished(lang))  # read each shard's statistics once
+            counts: Counter = Counter()
+            for _, _, stats in finished:
+                counts.update(stats)
+            statistics[lang] = {column: counts[column] for column in STATISTICS_COLUMNS}
+            kept[lang] = _dataset(finished, True, _kept_features(labels))
+            discarded[lang] = _dataset(finished, False, _discarded_features())
         _save_atomically(kept, output / "dataset")
         _save_atomically(discarded, output / "discarded")
         result = SynthesisResult(output, statistics)
@@ -249,10 +251,10 @@ def _rows(paths: list[str], kept: bool):
                 yield json.loads(row)
 
 
-def _dataset(store: ShardStore, lang: str, kept: bool, features):
+def _dataset(finished: list[tuple[int, Path, dict]], kept: bool, features):
+    """The kept (or discarded) rows of a language's finished shards, as one ``Dataset``."""
     import datasets
 
-    finished = list(store.finished(lang))
     rows = sum(stats["kept"] if kept else stats["input"] - stats["kept"] for _, _, stats in finished)
     if rows == 0:  # from_generator cannot build an empty dataset
         return datasets.Dataset.from_dict({name: [] for name in features}, features=features)

@@ -70,14 +70,13 @@ class ShardStore:
     def is_done(self, lang: str, index: int) -> bool:
         return self._paths(lang, index)[1].exists()
 
-    def write(self, lang: str, index: int, rows: Sequence[Mapping[str, Any]], stats: Mapping[str, Any],
-              schema=None) -> None:
+    def write(self, lang: str, index: int, rows: Sequence[Mapping[str, Any]], stats: Mapping[str, Any]) -> None:
         """Write one finished shard: its rows (Parquet) first, then its statistics (the done mark)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         rows_path, stats_path = self._paths(lang, index)
-        table = pa.Table.from_pylist(list(rows), schema=schema)
+        table = pa.Table.from_pylist(list(rows))
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink)
         atomic_write_bytes(rows_path, sink.getvalue().to_pybytes())

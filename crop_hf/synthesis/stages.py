@@ -69,8 +69,10 @@ def labels_of(id2label: dict[int, str]) -> LabelSet:
 
     types = []
     for name in id2label.values():
-        entity_type = split_tag(name)[1] if name != "O" and "-" in name else (None if name == "O" else name)
-        if entity_type and entity_type not in types:
+        if name == "O":
+            continue
+        entity_type = split_tag(name)[1] if "-" in name else name  # some models name bare types ("PER")
+        if entity_type not in types:
             types.append(entity_type)
     if set(types) <= set(CONLL_LABELS.types):
         return LabelSet.from_types(t for t in CONLL_LABELS.types if t in types)
@@ -107,7 +109,7 @@ def process_shard(
     for record in records:
         if len(record["text"].split()) > config.max_words:
             drop(record, "too_long")
-        elif marker_style is not None and _has_marker(marker_style, record["text"]):
+        elif marker_style is not None and marker_style.find(record["text"]):
             drop(record, "contains_marker")  # the translator would refuse it, and its labels could not be trusted
     alive = [r for r in records if r["reason"] is None]
 
@@ -196,14 +198,6 @@ def _each_or_none(call: Callable[[list], list], items: list) -> list:
             logger.warning("dropping a record the pipeline refused: %s", error)
             results.append(None)
     return results
-
-
-def _has_marker(marker_style, text: str) -> bool:
-    try:
-        marker_style.mark_text(text, [])
-    except ValueError:
-        return True
-    return False
 
 
 def _entity_spans(text: str, entities: list[dict]) -> list[dict]:
