@@ -59,6 +59,8 @@ class CropBuilder(datasets.GeneratorBasedBuilder):
     """
 
     BUILDER_CONFIG_CLASS = CropBuilderConfig
+    CITATION = ""
+    HOMEPAGE = ""
 
     def __init__(self, *args, **kwargs) -> None:
         if kwargs.get("hash") is None:
@@ -67,6 +69,18 @@ class CropBuilder(datasets.GeneratorBasedBuilder):
             raise ValueError(f"{type(self).__name__} reads a release from `data_dir`; `data_files` is not supported")
         super().__init__(*args, **kwargs)
         self.skipped_records: dict[str, SkippedRecords] = {}
+
+    def _features(self) -> datasets.Features:
+        raise NotImplementedError
+
+    def _info(self) -> datasets.DatasetInfo:
+        """Description (the first paragraph of the builder module's docstring), features, citation."""
+        return datasets.DatasetInfo(
+            description=(sys.modules[type(self).__module__].__doc__ or "").split("\n\n")[0],
+            features=self._features(),
+            homepage=self.HOMEPAGE,
+            citation=self.CITATION,
+        )
 
     @property
     def _errors(self) -> str:
@@ -133,22 +147,15 @@ class NerBuilder(CropBuilder):
     """Base of the NER builders: ``id``, ``tokens``, ``ner_tags`` (``ClassLabel`` over :attr:`LABELS`), ``lang``."""
 
     LABELS: LabelSet
-    CITATION = ""
-    HOMEPAGE = ""
 
-    def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(
-            description=(sys.modules[type(self).__module__].__doc__ or "").split("\n\n")[0],
-            features=datasets.Features(
-                {
-                    "id": datasets.Value("string"),
-                    "tokens": datasets.Sequence(datasets.Value("string")),
-                    "ner_tags": datasets.Sequence(datasets.ClassLabel(names=list(self.LABELS.names))),
-                    "lang": datasets.Value("string"),
-                }
-            ),
-            homepage=self.HOMEPAGE,
-            citation=self.CITATION,
+    def _features(self) -> datasets.Features:
+        return datasets.Features(
+            {
+                "id": datasets.Value("string"),
+                "tokens": datasets.Sequence(datasets.Value("string")),
+                "ner_tags": datasets.Sequence(datasets.ClassLabel(names=list(self.LABELS.names))),
+                "lang": datasets.Value("string"),
+            }
         )
 
     def _examples(self, sentences: Iterable[TaggedSentence], lang: str, start: int = 0):
@@ -168,23 +175,18 @@ class SemanticParseBuilder(CropBuilder):
 
     BUILDER_CONFIG_CLASS = SemanticParseConfig
     VERSION = datasets.Version("1.0.0")
-    CITATION = ""
 
-    def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(
-            description=(sys.modules[type(self).__module__].__doc__ or "").split("\n\n")[0],
-            features=datasets.Features(
-                {
-                    "id": datasets.Value("string"),
-                    "utterance": datasets.Value("string"),
-                    "tokens": datasets.Sequence(datasets.Value("string")),
-                    "intent": datasets.Value("string"),
-                    "slot_tags": datasets.Sequence(datasets.Value("string")),
-                    "parse": datasets.Value("string"),
-                    "domain": datasets.Value("string"),
-                }
-            ),
-            citation=self.CITATION,
+    def _features(self) -> datasets.Features:
+        return datasets.Features(
+            {
+                "id": datasets.Value("string"),
+                "utterance": datasets.Value("string"),
+                "tokens": datasets.Sequence(datasets.Value("string")),
+                "intent": datasets.Value("string"),
+                "slot_tags": datasets.Sequence(datasets.Value("string")),
+                "parse": datasets.Value("string"),
+                "domain": datasets.Value("string"),
+            }
         )
 
     def _generate_examples(self, files: Sequence[str], split: str):
