@@ -8,8 +8,8 @@ import logging
 import pytest
 from training_fixtures import (  # noqa: F401  (pytest fixtures)
     as_dataset,
+    fresh_accelerate_state,
     learned,
-    one_torch_thread,
     task_corpora,
     task_model_dir,
 )

@@ -233,18 +233,8 @@ def entities_correct(language: InventedLanguages, record: dict, result: dict) ->
     return result["complete"] and [(e["text"], e["label"]) for e in result["entities"]] == expected
 
 
-@pytest.fixture
-def one_thread():
-    """A 32-wide model gains nothing from intra-op threads; on a shared machine they spin against
-    other processes and make training several times slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.slow
-def test_trained_tiny_model_returns_complete_correctly_labeled_entities(tmp_path, one_thread):
+def test_trained_tiny_model_returns_complete_correctly_labeled_entities(tmp_path):
     language = InventedLanguages()
     rng = random.Random(0)
     train = [language.pair(language.sentence(rng)) for _ in range(3000)]

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from training_fixtures import (  # noqa: F401  (pytest fixtures)
     as_dataset,
+    fresh_accelerate_state,
     learned,
-    one_torch_thread,
     reset_accelerate,
     synthetic_rows,
     task_corpora,

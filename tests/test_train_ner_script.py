@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from training_fixtures import (  # noqa: F401  (pytest fixtures)
-    one_torch_thread,
+    fresh_accelerate_state,
     reset_accelerate,
     task_corpora,
     task_model_dir,

@@ -6,9 +6,9 @@ import json
 
 import pytest
 from training_fixtures import (  # noqa: F401  (pytest fixtures)
+    fresh_accelerate_state,
     learned,
     learning_arguments,
-    one_torch_thread,
     reset_accelerate,
     task_corpora,
     task_corpus,

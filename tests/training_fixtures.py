@@ -97,16 +97,11 @@ def reset_accelerate() -> None:
 
 
 @pytest.fixture(autouse=True)
-def one_torch_thread():
-    """One intra-op thread: on 2 shared cores, two threads make a tiny model ~8x slower, not faster."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+def fresh_accelerate_state():
+    """A fresh Accelerate state around each test (torch already runs one thread: see conftest)."""
     reset_accelerate()
     yield
     reset_accelerate()
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")
@@ -147,16 +142,12 @@ def learning_arguments(model_dir, corpora, output_dir, **training):
 @pytest.fixture(scope="session")
 def learned(task_model_dir, task_corpora, tmp_path_factory):
     """The tiny model trained on the synthetic task through ``train_ner`` (the example script's path)."""
-    import torch
 
     from crop_hf.training import train_ner
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
     reset_accelerate()
     try:
         result = train_ner(*learning_arguments(task_model_dir, task_corpora, tmp_path_factory.mktemp("learned")))
     finally:
         reset_accelerate()
-        torch.set_num_threads(before)
     return result
