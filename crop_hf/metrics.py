@@ -13,24 +13,10 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 __all__ = ["projection_scores"]
-
-
-def _entities(tags: Sequence[str]) -> set[tuple[str, int, int]]:
-    from seqeval.metrics.sequence_labeling import get_entities
-
-    return set(get_entities(list(tags)))
-
-
-def _prf(correct: int, predicted: int, gold: int) -> dict[str, float]:
-    precision = correct / predicted if predicted else 0.0
-    recall = correct / gold if gold else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1}
 
 
 def projection_scores(
@@ -63,9 +49,12 @@ def projection_scores(
         raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
     if kept is not None and len(kept) != len(predictions):
         raise ValueError(f"{len(kept)} kept flags but {len(predictions)} predictions")
-    correct: Counter[str] = Counter()
-    predicted: Counter[str] = Counter()
-    gold: Counter[str] = Counter()
+    # A dropped sentence scored over "all" is one whose every gold entity was missed: all-O
+    # predictions. The scoring itself is evaluation's seqeval scoring, so the two agree.
+    from crop_hf.evaluation import score_tags
+
+    gold_tags: list[list[str]] = []
+    projected_tags: list[list[str]] = []
     n_kept = 0
     for index, (prediction, reference) in enumerate(zip(predictions, references, strict=True)):
         is_kept = prediction is not None
@@ -77,22 +66,20 @@ def projection_scores(
         n_kept += is_kept
         if not is_kept:
             if over == "all":
-                gold.update(label for label, _, _ in _entities(reference))
+                gold_tags.append(list(reference))
+                projected_tags.append(["O"] * len(reference))
             continue
         if len(prediction) != len(reference):
             raise ValueError(f"sentence {index}: {len(prediction)} projected tags but {len(reference)} gold tags; "
                              "projection and gold must tag the same tokens")
-        true_entities, predicted_entities = _entities(reference), _entities(prediction)
-        gold.update(label for label, _, _ in true_entities)
-        predicted.update(label for label, _, _ in predicted_entities)
-        correct.update(label for label, _, _ in true_entities & predicted_entities)
-    per_type = {
-        label: {**_prf(correct[label], predicted[label], gold[label]), "support": gold[label]}
-        for label in sorted(gold | predicted)
-    }
+        gold_tags.append(list(reference))
+        projected_tags.append(list(prediction))
+    scores = score_tags(gold_tags, projected_tags) if gold_tags else None
     return {
-        **_prf(sum(correct.values()), sum(predicted.values()), sum(gold.values())),
-        "per_type": per_type,
+        "precision": scores.precision if scores else 0.0,
+        "recall": scores.recall if scores else 0.0,
+        "f1": scores.f1 if scores else 0.0,
+        "per_type": scores.per_type if scores else {},
         "sentences": len(references),
         "kept": n_kept,
         "kept_rate": n_kept / len(references) if references else 0.0,
