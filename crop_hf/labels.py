@@ -21,7 +21,7 @@ Vocabulary used throughout:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal, NamedTuple
@@ -110,6 +110,26 @@ class LabelSet:
         for entity_type in types:
             names += [f"B-{entity_type}", f"I-{entity_type}"]
         return cls(tuple(names))
+
+    @classmethod
+    def of_model(cls, id2label: Mapping[int, str]) -> LabelSet:
+        """The IOB2 label set of a token classifier's ``config.id2label``, in CoNLL order when its types are CoNLL's.
+
+        Names may carry IOB/BIOES prefixes or be bare types (``"PER"``, as some models name them).
+
+        >>> LabelSet.of_model({0: "O", 1: "B-LOC", 2: "I-LOC", 3: "B-PER", 4: "I-PER"}).names
+        ('O', 'B-PER', 'I-PER', 'B-LOC', 'I-LOC')
+        """
+        types: list[str] = []
+        for name in id2label.values():
+            if name == "O":
+                continue
+            entity_type = split_tag(name)[1] if "-" in name else name
+            if entity_type not in types:
+                types.append(entity_type)
+        if set(types) <= set(CONLL_TYPES):
+            types = [t for t in CONLL_TYPES if t in types]
+        return cls.from_types(types)
 
     @property
     def types(self) -> tuple[str, ...]:

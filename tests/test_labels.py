@@ -153,3 +153,12 @@ def test_spans_agree_with_seqeval(tags):
     tags = [t.replace("GPE-LOC", "GPE") for t in tags]
     expected = [Span(start, end + 1, label) for label, start, end in get_entities(tags)]
     assert tags_to_spans(tags) == expected
+
+
+def test_label_set_of_a_models_id2label():
+    # CoNLL types come back in CoNLL order whatever the model's order; bare type names are read too.
+    assert LabelSet.of_model({0: "B-MISC", 1: "O", 2: "PER", 3: "I-LOC"}).names == (
+        "O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
+    assert LabelSet.of_model({0: "O", 1: "B-SL:DATE", 2: "E-GPE"}).types == ("SL:DATE", "GPE")
+    with pytest.raises(ValueError, match="invalid tag"):
+        LabelSet.of_model({0: "X-PER"})

@@ -164,10 +164,10 @@ class SynthesisRunner:
             return list(self._models.labels.names)
         from transformers import AutoConfig
 
-        from crop_hf.synthesis.stages import labels_of
+        from crop_hf.labels import LabelSet
 
         config = AutoConfig.from_pretrained(self.config.ner_model, revision=self.config.ner_revision)
-        return list(labels_of(config.id2label).names)
+        return list(LabelSet.of_model(config.id2label).names)
 
 
 def synthesize(config: SynthesisConfig, models: SynthesisModels | None = None, inputs: Any = None) -> SynthesisResult:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from crop_hf.labels import CONLL_LABELS, LabelSet
+from crop_hf.labels import LabelSet
 from crop_hf.synthesis.config import SynthesisConfig
 from crop_hf.synthesis.filters import LanguageIdFilter
 
@@ -60,23 +60,7 @@ class SynthesisModels:
             from crop_hf.alignment import EmbeddingAligner
 
             aligner = EmbeddingAligner(config.alignment_model, batch_size=config.batch_size, device=device)
-        return cls(translator, tagger, labels_of(tagger.model.config.id2label), aligner)
-
-
-def labels_of(id2label: dict[int, str]) -> LabelSet:
-    """The IOB2 label set matching a NER model's entity types (CoNLL's order when they are CoNLL's)."""
-    from crop_hf.labels import split_tag
-
-    types = []
-    for name in id2label.values():
-        if name == "O":
-            continue
-        entity_type = split_tag(name)[1] if "-" in name else name  # some models name bare types ("PER")
-        if entity_type not in types:
-            types.append(entity_type)
-    if set(types) <= set(CONLL_LABELS.types):
-        return LabelSet.from_types(t for t in CONLL_LABELS.types if t in types)
-    return LabelSet.from_types(types)
+        return cls(translator, tagger, LabelSet.of_model(tagger.model.config.id2label), aligner)
 
 
 def process_shard(
