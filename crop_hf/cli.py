@@ -1,9 +1,13 @@
 """The ``crop-hf`` command.
 
-Each subcommand lives in its own module under :mod:`crop_hf.commands` with two functions,
-``add_arguments(parser)`` and ``run(args) -> int``. Modules are imported only when their
-subcommand runs (``--help`` reads the one-line summaries from :data:`COMMANDS`), so
-``crop-hf --help`` answers without importing torch or transformers.
+Each subcommand lives in its own module under :mod:`crop_hf.commands` and declares its options
+as configuration dataclasses: ``CONFIG_CLASSES`` (a tuple of ``@dataclass`` types whose fields
+carry ``metadata={"help": ...}``) and ``run(*configs) -> int``. The options are parsed by
+``transformers.HfArgumentParser`` (:func:`crop_hf.arguments.parse_config`), so every command also
+accepts a JSON/YAML file of its options first (``crop-hf synthesize run.yaml --device cuda:0``)
+and the option names are the field names. Modules are imported only when their subcommand runs
+(``--help`` reads the one-line summaries from :data:`COMMANDS`), so ``crop-hf --help`` answers
+without importing torch or transformers.
 """
 
 from __future__ import annotations
@@ -45,6 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         name = argv[0]
         module_name, summary = COMMANDS[name]
         module = importlib.import_module(module_name)
+        if hasattr(module, "CONFIG_CLASSES"):
+            from crop_hf.arguments import parse_config
+
+            configs = parse_config(module.CONFIG_CLASSES, argv[1:], prog=f"crop-hf {name}",
+                                   description=module.__doc__ or summary)
+            return int(module.run(*configs) or 0)
         sub = argparse.ArgumentParser(prog=f"crop-hf {name}", description=summary)
         module.add_arguments(sub)
         return int(module.run(sub.parse_args(argv[1:])) or 0)

@@ -1,0 +1,96 @@
+"""Configuration dataclasses read from a command line, a JSON/YAML file, or both.
+
+Every ``crop-hf`` subcommand, ``examples/*.py`` script and training entry point describes its
+options as ``@dataclass`` fields with ``metadata={"help": ...}``; :func:`parse_config` reads them
+with ``transformers.HfArgumentParser`` (its public API only). A ``.json``/``.yaml``/``.yml`` file
+may come first; options after it override it:
+
+>>> from dataclasses import dataclass, field
+>>> @dataclass
+... class Options:
+...     name: str = field(metadata={"help": "who"})
+...     count: int = field(default=1, metadata={"help": "how many"})
+>>> parse_config([Options], ["--name", "x", "--count", "3"])
+(Options(name='x', count=3),)
+
+The file's values are turned into the same ``--key value`` options the command line uses and
+placed before it, so the command line wins and every value is checked by the same parser.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CONFIG_SUFFIXES", "config_to_argv", "parse_config", "read_config_file"]
+
+CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """The top-level mapping of a JSON or YAML file (``ValueError`` naming the file otherwise)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"configuration file {path} does not exist")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in {".yaml", ".yml"}:
+        import yaml
+
+        data = yaml.safe_load(text)
+    else:
+        data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping of option names to values at the top level")
+    return data
+
+
+def config_to_argv(values: Mapping[str, Any], classes: Sequence[type], where: str = "configuration") -> list[str]:
+    """``{"name": "x", "langs": ["de", "es"]}`` → ``["--name", "x", "--langs", "de", "es"]`` for ``classes``' fields.
+
+    Unknown keys raise ``ValueError`` naming them and the valid ones; ``None`` values are left out
+    (the field keeps its default).
+    """
+    known = {f.name for cls in classes for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown option(s) {', '.join(unknown)}; valid options: {', '.join(sorted(known))}")
+    argv: list[str] = []
+    for key, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            if not value:
+                continue
+            argv += [f"--{key}", *map(_text, value)]
+        else:
+            argv += [f"--{key}", _text(value)]
+    return argv
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def parse_config(classes: Sequence[type], argv: Sequence[str] | None = None, *, prog: str | None = None,
+                 description: str | None = None) -> tuple[Any, ...]:
+    """Read one instance of each dataclass in ``classes`` from ``argv`` (default: ``sys.argv[1:]``).
+
+    ``argv`` may start with a JSON/YAML file of option values; options after it override the file.
+    Unknown options (in the file or on the command line) are an error naming them.
+    """
+    import sys
+
+    from transformers import HfArgumentParser
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and not argv[0].startswith("-") and Path(argv[0]).suffix in CONFIG_SUFFIXES:
+        path = argv.pop(0)
+        argv = config_to_argv(read_config_file(path), classes, where=path) + argv
+    kwargs = {key: value for key, value in (("prog", prog), ("description", description)) if value is not None}
+    parser = HfArgumentParser(list(classes), **kwargs)
+    return tuple(parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False))
