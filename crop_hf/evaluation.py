@@ -132,7 +132,7 @@ def predict_tags(model, tokenizer, sentences: Sequence[Sequence[str]], *, batch_
     import torch
     from torch.utils.data import DataLoader
 
-    from crop_hf.training.features import pad_batch, tokenize_words
+    from crop_hf.data.tokenization import pad_batch, tokenize_words
 
     id2label = {int(k): v for k, v in model.config.id2label.items()} if hasattr(model, "config") else None
     if id2label is None:  # a DDP-wrapped model
@@ -190,7 +190,7 @@ def predict_tags(model, tokenizer, sentences: Sequence[Sequence[str]], *, batch_
 def _check_types(reference_names: set[str], model_types: set[str], where: str, drop_unknown: bool) -> set[str]:
     unknown = {t for name in reference_names if (t := split_tag(name)[1]) is not None} - model_types
     if unknown and not drop_unknown:
-        from crop_hf.training.sources import LabelConflictError
+        from crop_hf.labels import LabelConflictError
 
         raise LabelConflictError(
             f"{where}: entity types {sorted(unknown)} are not among the model's labels {sorted(model_types)}; the model "
@@ -199,7 +199,7 @@ def _check_types(reference_names: set[str], model_types: set[str], where: str, d
 
 
 def evaluate_ner(model, tokenizer, eval_sets: Mapping[str, Any], *, split: str = "test", batch_size: int = 64,
-                 max_length: int = 256, accelerator=None, type_map: Mapping[str, str] | None = None,
+                 max_length: int = 256, accelerator=None, label_map: Mapping[str, str] | None = None,
                  average_exclude: Sequence[str] = (), drop_unknown_types: bool = False,
                  show_progress: bool = False) -> NerEvaluation:
     """Score ``model`` on each language of ``eval_sets``.
@@ -208,16 +208,17 @@ def evaluate_ner(model, tokenizer, eval_sets: Mapping[str, Any], *, split: str =
     of a ``ClassLabel`` or tag strings), or to a ``(dataset, source_spec)`` pair, as
     :func:`load_eval_sets` returns. References are compared with predictions by tag name, so the
     corpus and the model need not number their labels alike. Entity types the model does not know
-    raise :class:`~crop_hf.training.sources.LabelConflictError` unless ``drop_unknown_types``.
+    raise :class:`~crop_hf.labels.LabelConflictError` unless ``drop_unknown_types``.
     """
-    from crop_hf.training.sources import parse_source_spec, tag_strings
+    from crop_hf.data.features import tag_strings
+    from crop_hf.data.sources import parse_source_spec
 
     config = model.config if hasattr(model, "config") else model.module.config
     model_types = {t for name in config.id2label.values() if (t := split_tag(name)[1]) is not None}
     languages: dict[str, LanguageScores] = {}
     for lang, entry in eval_sets.items():
         dataset, spec = entry if isinstance(entry, tuple) else (entry, None)
-        references = tag_strings(dataset, type_map)
+        references = tag_strings(dataset, label_map)
         names = {tag for sentence in references for tag in sentence}
         unknown = _check_types(names, model_types, f"{spec or lang} ({split})", drop_unknown_types)
         if unknown:
@@ -239,7 +240,7 @@ def load_eval_sets(specs: Sequence[str], split: str, *, max_samples: int | None 
                    datasets: Mapping[str, Any] | None = None) -> dict[str, tuple[Any, str]]:
     """``{lang: (rows, spec)}`` for ``split`` of each source spec; a corpus with several languages in its
     ``lang`` column (``xtreme40:all``) gives one entry per language."""
-    from crop_hf.training.sources import load_source, split_by_language
+    from crop_hf.data.sources import load_source, split_by_language
 
     out: dict[str, tuple[Any, str]] = {}
     for spec in specs:
@@ -256,7 +257,7 @@ def load_eval_sets(specs: Sequence[str], split: str, *, max_samples: int | None 
 
 def evaluate_pretrained(model_name_or_path: str, specs: Sequence[str], *, split: str = "test",
                         batch_size: int = 64, max_length: int = 256, max_samples: int | None = None,
-                        type_map: Mapping[str, str] | None = None, average_exclude: Sequence[str] = (),
+                        label_map: Mapping[str, str] | None = None, average_exclude: Sequence[str] = (),
                         drop_unknown_types: bool = False, show_progress: bool = False) -> NerEvaluation:
     """Load any token-classification model (folder or Hub id) and score it per language on ``specs``.
 
@@ -271,7 +272,7 @@ def evaluate_pretrained(model_name_or_path: str, specs: Sequence[str], *, split:
     model.to("cuda" if torch.cuda.is_available() else "cpu")
     eval_sets = load_eval_sets(specs, split, max_samples=max_samples)
     return evaluate_ner(model, tokenizer, eval_sets, split=split, batch_size=batch_size, max_length=max_length,
-                        type_map=type_map, average_exclude=average_exclude, drop_unknown_types=drop_unknown_types,
+                        label_map=label_map, average_exclude=average_exclude, drop_unknown_types=drop_unknown_types,
                         show_progress=show_progress)
 
 

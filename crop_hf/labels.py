@@ -31,6 +31,7 @@ __all__ = [
     "CONLL_TYPES",
     "PANX_LABELS",
     "PANX_TYPES",
+    "LabelConflictError",
     "LabelSet",
     "Span",
     "TagScheme",
@@ -40,6 +41,9 @@ __all__ = [
     "iob2_to_bioes",
     "iob2_to_iob1",
     "is_valid",
+    "parse_label_map",
+    "reconcile_labels",
+    "rename_tag",
     "repair_tags",
     "spans_to_tags",
     "split_tag",
@@ -311,3 +315,85 @@ def repair_tags(tags: Sequence[str], strategy: Literal["begin", "drop"] = "begin
         repaired.append(tag)
         current = entity_type
     return repaired
+
+
+# --------------------------------------------------------------------------- label sets of several corpora
+
+
+class LabelConflictError(ValueError):
+    """Label sets of several corpora (or of a corpus and a model) cannot be merged by name."""
+
+
+def parse_label_map(items: Iterable[str] | Mapping[str, str] | None) -> dict[str, str]:
+    """``["GPE_LOC=LOC", "DRV=O"]`` → ``{"GPE_LOC": "LOC", "DRV": "O"}`` (entity type renames)."""
+    if items is None:
+        return {}
+    if isinstance(items, Mapping):
+        return dict(items)
+    mapping = {}
+    for item in items:
+        old, sep, new = item.partition("=")
+        if not sep or not old or not new:
+            raise ValueError(f"label_map entry {item!r}: expected OLD=NEW, e.g. GPE_LOC=LOC")
+        mapping[old] = new
+    return mapping
+
+
+def rename_tag(tag: str, label_map: Mapping[str, str]) -> str:
+    """Rename the entity type of one tag (``label_map`` maps types; ``"O"`` drops the entity).
+
+    >>> rename_tag("B-GPE_LOC", {"GPE_LOC": "LOC"}), rename_tag("I-DRV", {"DRV": "O"})
+    ('B-LOC', 'O')
+    """
+    prefix, entity_type = split_tag(tag)
+    if entity_type is None or entity_type not in label_map:
+        return tag
+    new = label_map[entity_type]
+    return "O" if new == "O" else f"{prefix}-{new}"
+
+
+def _check_iob2(names: Sequence[str], where: str) -> None:
+    for name in names:
+        try:
+            prefix, _ = split_tag(name)
+        except ValueError as err:
+            raise LabelConflictError(f"{where}: {err}") from None
+        if prefix not in {"O", "B", "I"}:
+            raise LabelConflictError(
+                f"{where}: label {name!r} is not IOB2; convert the corpus first "
+                "(crop_hf.labels.bioes_to_iob2 / iob1_to_iob2)")
+
+
+def reconcile_labels(label_lists: Sequence[Sequence[str]], where: Sequence[str] | None = None,
+                     model_labels: Sequence[str] | None = None) -> LabelSet:
+    """One IOB2 label set covering every corpus, matched by name.
+
+    Types are kept in order of first appearance (the model's labels first when it already has an
+    NER head), so a CoNLL corpus and a PAN-X corpus (no MISC) share ``PER``/``ORG``/``LOC`` ids.
+    Raises :class:`LabelConflictError` for non-IOB2 labels and for types that differ only in
+    case or punctuation (``PER`` vs ``Per`` vs ``P-ER``), which are nearly always the same type
+    spelt two ways: rename them with ``label_map``.
+    """
+    where = list(where) if where is not None else [f"corpus {i}" for i in range(len(label_lists))]
+    lists = list(label_lists)
+    origins = list(where)
+    if model_labels is not None:
+        lists.insert(0, model_labels)
+        origins.insert(0, "the model")
+    types: dict[str, str] = {}  # type -> where first seen
+    for names, origin in zip(lists, origins, strict=True):
+        _check_iob2(names, origin)
+        for name in names:
+            entity_type = split_tag(name)[1]
+            if entity_type is not None:
+                types.setdefault(entity_type, origin)
+    by_key: dict[str, str] = {}
+    for entity_type, origin in types.items():
+        key = "".join(ch for ch in entity_type.lower() if ch.isalnum())
+        if key in by_key and by_key[key] != entity_type:
+            other = by_key[key]
+            raise LabelConflictError(
+                f"entity types {other!r} ({types[other]}) and {entity_type!r} ({origin}) look like one type "
+                f"spelt two ways; rename one with label_map, e.g. --label_map {entity_type}={other}")
+        by_key[key] = entity_type
+    return LabelSet.from_types(types)

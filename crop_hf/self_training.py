@@ -119,7 +119,7 @@ def _as_dataset(value, what: str):
     """A ``Dataset`` from a Dataset, a DatasetDict (its ``train`` split), a folder or a source spec."""
     import datasets
 
-    from crop_hf.training.sources import is_split_by_language, join_languages, load_spec
+    from crop_hf.data.sources import is_split_by_language, join_languages, load_spec
 
     if isinstance(value, (str, Path)):
         value = load_spec(str(value))
@@ -131,16 +131,11 @@ def _as_dataset(value, what: str):
 
 
 def _source_tag_strings(discarded) -> list[list[str] | None]:
-    import datasets
+    from crop_hf.data.features import tag_strings
 
     if "source_tags" not in discarded.column_names:
         return [None] * len(discarded)
-    inner = getattr(discarded.features["source_tags"], "feature", None)
-    names = inner.names if isinstance(inner, datasets.ClassLabel) else None
-    out = []
-    for tags in discarded["source_tags"]:
-        out.append(None if not tags else [names[t] for t in tags] if names else list(tags))
-    return out
+    return [tags or None for tags in tag_strings(discarded, column="source_tags")]
 
 
 def relabel(discarded, multilingual_model, tokenizer, *, source_model=None, source_tokenizer=None,
@@ -208,9 +203,9 @@ def self_train(kept, discarded, *, source_corpus=None, model_args=None, training
     from accelerate import Accelerator
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
+    from crop_hf.data.features import ner_features, tag_strings
     from crop_hf.labels import LabelSet
     from crop_hf.training import DataArguments, train_ner
-    from crop_hf.training.sources import tag_strings
 
     kept_rows = _as_dataset(kept, "kept corpus")
     accumulation = training_args.gradient_accumulation_steps if training_args else 1
@@ -250,12 +245,7 @@ def self_train(kept, discarded, *, source_corpus=None, model_args=None, training
         if unknown:
             raise ValueError(f"kept corpus sentence {i}: tags {sorted(unknown)} are not among the multilingual "
                              f"model's labels {list(label_set.names)}")
-    features = datasets.Features({
-        "tokens": datasets.List(datasets.Value("string")),
-        "ner_tags": datasets.List(datasets.ClassLabel(names=list(label_set.names))),
-        "lang": datasets.Value("string"),
-        "label_rule": datasets.ClassLabel(names=list(LABEL_RULES)),
-    })
+    features = ner_features(label_set.names, extra={"label_rule": datasets.ClassLabel(names=list(LABEL_RULES))})
     langs = list(kept_rows["lang"]) if "lang" in kept_rows.column_names else [None] * len(kept_rows)
     records = {
         "tokens": list(kept_rows["tokens"]) + [r["tokens"] for r in rows],

@@ -112,9 +112,9 @@ def test_bioes_unknown_type_is_reported_with_its_raw_tag():
     assert any("bad.bioes:7" in e and "'S-XYZ'" in e for e in skipped.examples)
 
 
-def test_type_map_override_can_drop_a_type():
+def test_label_map_override_can_drop_a_type():
     sentences = list(read_bioes(FIXTURES / "nodalida/no_bokmaal-ud-train.bioes",
-                                type_map={"PRS": "PER", "GEO": "LOC", "ORG": "ORG", "OTH": None}))
+                                label_map={"PRS": "PER", "GEO": "LOC", "ORG": "ORG", "OTH": None}))
     assert sentences[1].tags[-2:] == ["O", "O"]
 
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from crop_hf.data.tokenization import IGNORE_INDEX, pad_batch
 from crop_hf.labels import CONLL_LABELS, PANX_LABELS
 from crop_hf.training import (
     LabelConflictError,
@@ -18,7 +19,6 @@ from crop_hf.training import (
     parse_source_spec,
     reconcile_labels,
 )
-from crop_hf.training.features import IGNORE_INDEX, pad_batch
 
 
 @pytest.mark.parametrize(("spec", "kind", "name", "config", "kwargs"), [
@@ -91,15 +91,16 @@ def test_model_labels_are_kept_when_they_cover_the_data():
 def test_label_map_renames_types_before_reconciling(tmp_path):
     from training_fixtures import as_dataset
 
+    from crop_hf.data.features import encode_tags
+    from crop_hf.labels import parse_label_map
     from crop_hf.training import load_source
-    from crop_hf.training.sources import encode_tags, parse_label_map
 
     rows = [{"tokens": ["oslo", "x"], "tags": ["B-GPE_LOC", "B-DRV"], "lang": "no"}]
     dataset = as_dataset(rows, label_names=("O", "B-GPE_LOC", "I-GPE_LOC", "B-DRV"))
-    type_map = parse_label_map(["GPE_LOC=LOC", "DRV=O"])
-    source = load_source("norne", type_map, dataset=dataset)
+    label_map = parse_label_map(["GPE_LOC=LOC", "DRV=O"])
+    source = load_source("norne", label_map, dataset=dataset)
     assert set(source.label_names) == {"O", "B-LOC", "I-LOC"}
-    encoded = encode_tags(dataset, PANX_LABELS, type_map)
+    encoded = encode_tags(dataset, PANX_LABELS, label_map)
     assert encoded["word_labels"] == [[PANX_LABELS.label2id["B-LOC"], 0]]
     with pytest.raises(ValueError, match="OLD=NEW"):
         parse_label_map(["GPE_LOC"])

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from crop_hf.evaluation import evaluate_pretrained, format_table
-    from crop_hf.training.sources import parse_label_map
+    from crop_hf.labels import parse_label_map
 
     query = "&".join(args.dataset_arg)
     specs = [f"{args.dataset}:{config}" + (f"?{query}" if query else "")
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("crop-hf evaluate-ner: name what to evaluate on with --dataset/--configs or --sources")
     evaluation = evaluate_pretrained(
         args.model, specs, split=args.split, batch_size=args.batch_size, max_length=args.max_length,
-        max_samples=args.max_samples, type_map=parse_label_map(args.label_map),
+        max_samples=args.max_samples, label_map=parse_label_map(args.label_map),
         average_exclude=[c for c in args.average_exclude.split(",") if c],
         drop_unknown_types=args.drop_unknown_types)
     print(format_table(evaluation, per_type=not args.no_per_type))

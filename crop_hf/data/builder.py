@@ -149,14 +149,9 @@ class NerBuilder(CropBuilder):
     LABELS: LabelSet
 
     def _features(self) -> datasets.Features:
-        return datasets.Features(
-            {
-                "id": datasets.Value("string"),
-                "tokens": datasets.Sequence(datasets.Value("string")),
-                "ner_tags": datasets.Sequence(datasets.ClassLabel(names=list(self.LABELS.names))),
-                "lang": datasets.Value("string"),
-            }
-        )
+        from crop_hf.data.features import ner_features
+
+        return ner_features(self.LABELS.names, id=True)
 
     def _examples(self, sentences: Iterable[TaggedSentence], lang: str, start: int = 0):
         """``(key, example)`` pairs numbered from ``start``; tags become ids here, not in ``datasets``."""

@@ -22,7 +22,7 @@ Every config has the features ``id``, ``tokens``, ``ner_tags`` (``ClassLabel`` i
 Norwegian types map onto the four CoNLL types. NoDaLiDa: ``PRS→PER, ORG→ORG, GEO→LOC,
 OTH→MISC``. NorNE: ``PER→PER, ORG→ORG, LOC→LOC, GPE_LOC→LOC, GPE_ORG→ORG, PROD→MISC,
 EVT→MISC, DRV→MISC, MISC→MISC`` (GPE keeps its annotated sense; products, events and derived
-names such as "norsk" are what CoNLL calls MISC). Override with ``type_map={...}``; a type mapped to
+names such as "norsk" are what CoNLL calls MISC). Override with ``label_map={...}``; a type mapped to
 ``None`` becomes ``O``.
 
 Example (``data_dir`` holding ``esp.train``, ``esp.testa``, ``esp.testb``)::
@@ -102,13 +102,13 @@ class Conll5Config(CropBuilderConfig):
     Args:
         lang: ISO code of the language (the config name).
         source: for ``no`` only: ``"nodalida"`` (default) or ``"norne"``.
-        type_map: entity type renaming applied after reading (``None``: the documented default).
+        label_map: entity type renaming applied after reading (``None``: the documented default).
         encoding: ``"auto"`` (UTF-8, falling back to ISO-8859-1 per line) or a codec name.
     """
 
     lang: str = "en"
     source: str = "conll"
-    type_map: Mapping[str, str | None] | None = None
+    label_map: Mapping[str, str | None] | None = None
     encoding: str = "auto"
 
 
@@ -161,12 +161,12 @@ class Conll5(NerBuilder):
         layout = self._layout
         options = {"errors": self._errors, "skipped": self._skipped_for(split)}
         if layout == "nodalida":
-            return read_bioes(path, type_map=self.config.type_map or NODALIDA_TYPE_MAP, **options)
+            return read_bioes(path, label_map=self.config.label_map or NODALIDA_TYPE_MAP, **options)
         if layout == "norne":
-            return read_conllu_ner(path, type_map=self.config.type_map or NORNE_TYPE_MAP, **options)
+            return read_conllu_ner(path, label_map=self.config.label_map or NORNE_TYPE_MAP, **options)
         # CoNLL-2003 ships IOB1; reading IOB2 as IOB1 changes nothing, so the public IOB2 copy is safe too.
         scheme = "IOB1" if layout in ("en", "de") else "IOB2"
-        return read_conll(path, scheme=scheme, type_map=self.config.type_map, encoding=self.config.encoding, **options)
+        return read_conll(path, scheme=scheme, label_map=self.config.label_map, encoding=self.config.encoding, **options)
 
     def _generate_examples(self, path: str, split: str):
         yield from self._examples(self._read(path, split), self.config.lang)

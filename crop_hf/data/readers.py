@@ -238,11 +238,11 @@ def _to_iob2(
     tags: list[str],
     lines: list[int],
     scheme: Scheme,
-    type_map: Mapping[str, str | None] | None,
+    label_map: Mapping[str, str | None] | None,
     label_set: LabelSet | None,
 ) -> list[str]:
     """Validate raw tags, convert them to IOB2, map their types; errors name the token's line."""
-    if scheme == "IOB2" and type_map is None and label_set is not None:
+    if scheme == "IOB2" and label_map is None and label_set is not None:
         known = label_set.label2id
         if all(tag in known for tag in tags):  # the common case: nothing to convert or report
             return tags
@@ -253,15 +253,15 @@ def _to_iob2(
             raise FormatError(name, line, "a tag such as 'O', 'B-PER' or 'I-PER' in the last column", tag, "tag") from None
         if prefix in {"E", "S"} and scheme != "BIOES":
             raise FormatError(name, line, f"an {scheme} tag (prefix B or I)", tag, "tag")
-        if type_map is not None and entity_type is not None and entity_type not in type_map:
-            raise FormatError(name, line, f"an entity type among {', '.join(type_map)}", tag, "label")
+        if label_map is not None and entity_type is not None and entity_type not in label_map:
+            raise FormatError(name, line, f"an entity type among {', '.join(label_map)}", tag, "label")
     if scheme == "IOB1":
         tags = iob1_to_iob2(tags)
     elif scheme == "BIOES":
         tags = bioes_to_iob2(tags)
     elif scheme != "IOB2":
         raise ValueError(f"unknown tag scheme {scheme!r}; expected IOB1, IOB2 or BIOES")
-    if type_map is not None:
+    if label_map is not None:
         # Tag by tag is exact in IOB2: every entity starts with B-, so merging two types never joins entities.
         mapped = []
         for tag in tags:
@@ -269,7 +269,7 @@ def _to_iob2(
             if entity_type is None:
                 mapped.append(tag)
                 continue
-            target = type_map[entity_type]
+            target = label_map[entity_type]
             mapped.append("O" if target is None else f"{prefix}-{target}")
         tags = mapped
     if label_set is not None:
@@ -283,9 +283,9 @@ def _to_iob2(
 class _SentenceBuffer:
     """Token lines of the sentence being read; a bad line marks the whole sentence for skipping."""
 
-    def __init__(self, name: str, skipper: _Skipper, scheme: Scheme, type_map, label_set: LabelSet | None) -> None:
+    def __init__(self, name: str, skipper: _Skipper, scheme: Scheme, label_map, label_set: LabelSet | None) -> None:
         self.name, self.skipper = name, skipper
-        self.scheme, self.type_map, self.label_set = scheme, type_map, label_set
+        self.scheme, self.label_map, self.label_set = scheme, label_map, label_set
         self.tokens: list[str] = []
         self.tags: list[str] = []
         self.lines: list[int] = []
@@ -310,7 +310,7 @@ class _SentenceBuffer:
         if not tokens:
             return None
         try:
-            converted = _to_iob2(self.name, tags, lines, self.scheme, self.type_map, self.label_set)
+            converted = _to_iob2(self.name, tags, lines, self.scheme, self.label_map, self.label_set)
         except FormatError as error:
             self.skipper.handle(error)
             return None
@@ -324,7 +324,7 @@ def read_conll(
     source: Source,
     *,
     scheme: Scheme = "IOB2",
-    type_map: Mapping[str, str | None] | None = None,
+    label_map: Mapping[str, str | None] | None = None,
     label_set: LabelSet | None = CONLL_LABELS,
     encoding: str = "auto",
     separator: str | None = None,
@@ -340,13 +340,13 @@ def read_conll(
     pass ``scheme="IOB1"``) and NoDaLiDa's ``.bioes`` (see :func:`read_bioes`). ``-DOCSTART-`` lines
     separate documents and are not sentences. ``separator=None`` splits on any whitespace (CoNLL's
     files use spaces); pass ``"\\t"`` for tab-separated files whose words may hold spaces.
-    ``type_map`` renames entity types (``None`` drops an entity to ``O``); ``label_set`` checks the
+    ``label_map`` renames entity types (``None`` drops an entity to ``O``); ``label_set`` checks the
     result (``None`` accepts any type). The column count may vary between lines (CoNLL-2002 Dutch
     has 2-column lines among 3-column ones): only the range is checked.
     """
     name = source_name(source)
     skipper = _Skipper(name, errors, skipped)
-    buffer = _SentenceBuffer(name, skipper, scheme, type_map, label_set)
+    buffer = _SentenceBuffer(name, skipper, scheme, label_map, label_set)
     columns = f"{min_columns}" if min_columns == max_columns else f"{min_columns} to {max_columns}"
     for number, text in iter_lines(source, encoding):
         if separator is None:
@@ -373,19 +373,19 @@ def read_conll(
 def read_bioes(
     source: Source,
     *,
-    type_map: Mapping[str, str | None] | None = NODALIDA_TYPE_MAP,
+    label_map: Mapping[str, str | None] | None = NODALIDA_TYPE_MAP,
     label_set: LabelSet | None = CONLL_LABELS,
     errors: Errors = "strict",
     skipped: SkippedRecords | None = None,
 ) -> Iterator[TaggedSentence]:
     """Read the NoDaLiDa-2019 ``.bioes`` release: tab-separated ``idx word lemma UPOS tag``, BIOES.
 
-    Types GEO ORG OTH PRS map to CoNLL's with :data:`NODALIDA_TYPE_MAP` unless ``type_map`` says otherwise.
+    Types GEO ORG OTH PRS map to CoNLL's with :data:`NODALIDA_TYPE_MAP` unless ``label_map`` says otherwise.
     """
     return read_conll(
         source,
         scheme="BIOES",
-        type_map=type_map,
+        label_map=label_map,
         label_set=label_set,
         separator="\t",
         min_columns=5,
@@ -403,7 +403,7 @@ def read_conllu_ner(
     source: Source,
     *,
     misc_key: str = "name",
-    type_map: Mapping[str, str | None] | None = NORNE_TYPE_MAP,
+    label_map: Mapping[str, str | None] | None = NORNE_TYPE_MAP,
     label_set: LabelSet | None = CONLL_LABELS,
     errors: Errors = "strict",
     skipped: SkippedRecords | None = None,
@@ -411,11 +411,11 @@ def read_conllu_ner(
     """Read NorNE's CoNLL-U files: the IOB2 tag sits in MISC as ``name=B-PER``, among other keys.
 
     Multiword-token lines (``3-4``) and empty nodes (``5.1``) are not words of the sentence and are
-    passed over. Types map with :data:`NORNE_TYPE_MAP` unless ``type_map`` says otherwise.
+    passed over. Types map with :data:`NORNE_TYPE_MAP` unless ``label_map`` says otherwise.
     """
     name = source_name(source)
     skipper = _Skipper(name, errors, skipped)
-    buffer = _SentenceBuffer(name, skipper, "IOB2", type_map, label_set)
+    buffer = _SentenceBuffer(name, skipper, "IOB2", label_map, label_set)
     prefix = f"{misc_key}="
     for number, text in iter_lines(source, "utf-8"):
         if not text.strip():

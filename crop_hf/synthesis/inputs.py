@@ -32,7 +32,7 @@ def _from_rows(rows: Iterable[dict[str, Any]], column: str | None) -> Iterator[s
 
 def _from_string(text: str, lang: str, text_column: str | None) -> Iterator[str]:
     from crop_hf.data import BUILDERS
-    from crop_hf.training.sources import parse_source_spec
+    from crop_hf.data.sources import parse_source_spec
 
     spec = parse_source_spec(text) if text.startswith("hub:") or text.split(":")[0].split("?")[0] in BUILDERS else None
     if spec is None:

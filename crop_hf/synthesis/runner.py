@@ -212,18 +212,11 @@ def _progress(enabled: bool, lang: str):
 
 
 def _kept_features(labels):
-    import datasets
+    from crop_hf.data.features import ner_features
 
-    return datasets.Features({
-        "tokens": datasets.Sequence(datasets.Value("string")),
-        "ner_tags": datasets.Sequence(datasets.ClassLabel(names=list(labels))),
-        "lang": datasets.Value("string"),
-        "source_translation": datasets.Value("string"),
-        "labeled_translation": datasets.Value("string"),
-        "back_translation": datasets.Value("string"),
-        "projection_status": datasets.Sequence(datasets.Value("string")),
-        "tokenization": datasets.Value("string"),
-    })
+    return ner_features(labels, extra={
+        "source_translation": "string", "labeled_translation": "string", "back_translation": "string",
+        "projection_status": ["string"], "tokenization": "string"})
 
 
 def _discarded_features():
@@ -231,8 +224,8 @@ def _discarded_features():
 
     return datasets.Features({
         "text": datasets.Value("string"),
-        "tokens": datasets.Sequence(datasets.Value("string")),
-        "source_tags": datasets.Sequence(datasets.Value("string")),
+        "tokens": datasets.List(datasets.Value("string")),
+        "source_tags": datasets.List(datasets.Value("string")),
         "lang": datasets.Value("string"),
         "reason": datasets.Value("string"),
         "source_translation": datasets.Value("string"),

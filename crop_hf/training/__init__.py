@@ -8,16 +8,11 @@
 Importing this package stays light; torch, transformers and datasets load when training starts.
 """
 
+from crop_hf.data.sources import WeightedMixSampler, load_source, parse_source_spec
+from crop_hf.data.tokenization import align_labels_to_first_subword, tokenize_words
+from crop_hf.labels import LabelConflictError, reconcile_labels
 from crop_hf.training.arguments import DataArguments, ModelArguments, NerTrainingArguments, parse_arguments
-from crop_hf.training.features import align_labels_to_first_subword, tokenize_words
 from crop_hf.training.loop import TrainingResult, choose_labels, train_ner
-from crop_hf.training.sources import (
-    LabelConflictError,
-    WeightedMixSampler,
-    load_source,
-    parse_source_spec,
-    reconcile_labels,
-)
 
 __all__ = [
     "DataArguments",

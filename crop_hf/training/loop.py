@@ -17,16 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crop_hf.labels import LabelSet
+from crop_hf.data.features import encode_tags
+from crop_hf.data.sources import WeightedMixSampler, load_source
+from crop_hf.labels import LabelConflictError, LabelSet, parse_label_map, reconcile_labels
 from crop_hf.training.arguments import DataArguments, ModelArguments, NerTrainingArguments, arguments_to_dict
-from crop_hf.training.sources import (
-    LabelConflictError,
-    WeightedMixSampler,
-    encode_tags,
-    load_source,
-    parse_label_map,
-    reconcile_labels,
-)
 
 logger = logging.getLogger(__name__)
 
@@ -92,13 +86,13 @@ def _find_checkpoint(output_dir: Path, value: str) -> Path:
     return max(candidates, key=_checkpoint_step)
 
 
-def _train_rows(source, label_set: LabelSet, type_map, tokenizer, max_length: int, max_samples: int | None):
-    from crop_hf.training.features import tokenize_words
+def _train_rows(source, label_set: LabelSet, label_map, tokenizer, max_length: int, max_samples: int | None):
+    from crop_hf.data.tokenization import tokenize_words
 
     rows = source.split("train")
     if max_samples is not None:
         rows = rows.select(range(min(max_samples, len(rows))))
-    rows = encode_tags(rows, label_set, type_map, where=source.spec)
+    rows = encode_tags(rows, label_set, label_map, where=source.spec)
 
     def tokenize(batch):
         out = tokenize_words(tokenizer, batch["tokens"], max_length, batch["word_labels"])
@@ -168,8 +162,8 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
     from tqdm.auto import tqdm
     from transformers import get_scheduler
 
+    from crop_hf.data.tokenization import pad_batch
     from crop_hf.evaluation import evaluate_ner, format_table, load_eval_sets, write_all_results
-    from crop_hf.training.features import pad_batch
 
     output_dir = Path(training_args.output_dir)
     checkpoint_every = training_args.checkpoint_every()
@@ -181,7 +175,7 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
     if accelerator.is_main_process:
         output_dir.mkdir(parents=True, exist_ok=True)
     set_seed(training_args.seed)
-    type_map = parse_label_map(data_args.label_map)
+    label_map = parse_label_map(data_args.label_map)
     datasets = dict(datasets or {})
     if not data_args.train_sources:
         raise ValueError("no training corpora: pass train_sources (e.g. conll5:en)")
@@ -190,11 +184,11 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
         raise ValueError(f"{len(weights)} train_weights for {len(data_args.train_sources)} train_sources")
 
     with accelerator.main_process_first():
-        sources = [load_source(spec, type_map, dataset=datasets.get(spec)) for spec in data_args.train_sources]
+        sources = [load_source(spec, label_map, dataset=datasets.get(spec)) for spec in data_args.train_sources]
     tokenizer, model, label_set = _load_model(model_args, sources)
 
     with accelerator.main_process_first():
-        parts = [_train_rows(s, label_set, type_map, tokenizer, data_args.max_seq_length, data_args.max_train_samples)
+        parts = [_train_rows(s, label_set, label_map, tokenizer, data_args.max_seq_length, data_args.max_train_samples)
                  for s in sources]
     train_rows = concatenate_datasets(parts)
     sampler = WeightedMixSampler([len(p) for p in parts], weights, seed=training_args.seed)
@@ -304,7 +298,7 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
                                        datasets=datasets)
         evaluation = evaluate_ner(model, tokenizer, eval_sets, split=split,
                                   batch_size=training_args.per_device_eval_batch_size,
-                                  max_length=data_args.max_seq_length, accelerator=accelerator, type_map=type_map,
+                                  max_length=data_args.max_seq_length, accelerator=accelerator, label_map=label_map,
                                   average_exclude=data_args.average_exclude or ())
         evaluations.append(evaluation)
         if accelerator.is_main_process:

@@ -1,345 +1,40 @@
-"""Training and evaluation corpora: source specs, label reconciliation by name, weighted mixing.
+"""Former home of corpus specs and label reconciliation, kept so that existing imports work.
 
->>> parse_source_spec("conll5:de?data_dir=/data/conll2003-de")
-SourceSpec(kind='builder', name='conll5', config='de', kwargs={'data_dir': '/data/conll2003-de'})
->>> reconcile_labels([["O", "B-PER", "I-PER", "B-MISC", "I-MISC"], ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]]).names
-('O', 'B-PER', 'I-PER', 'B-MISC', 'I-MISC', 'B-LOC', 'I-LOC')
+Corpus specs, loading and mixing live in :mod:`crop_hf.data.sources`; tag columns in
+:mod:`crop_hf.data.features`; label reconciliation and renaming in :mod:`crop_hf.labels`.
 """
 
-from __future__ import annotations
-
-import logging
-import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
-from crop_hf.labels import LabelSet, split_tag
-
-logger = logging.getLogger(__name__)
+from crop_hf.data.features import encode_tags, label_names_of, tag_strings
+from crop_hf.data.sources import (
+    STANDARD_SPLITS,
+    NerSource,
+    SourceSpec,
+    WeightedMixSampler,
+    is_split_by_language,
+    join_languages,
+    load_source,
+    load_spec,
+    parse_source_spec,
+    split_by_language,
+)
+from crop_hf.labels import LabelConflictError, parse_label_map, reconcile_labels, rename_tag
 
 __all__ = [
+    "STANDARD_SPLITS",
     "LabelConflictError",
     "NerSource",
     "SourceSpec",
     "WeightedMixSampler",
+    "encode_tags",
+    "is_split_by_language",
+    "join_languages",
     "label_names_of",
     "load_source",
     "load_spec",
     "parse_label_map",
     "parse_source_spec",
     "reconcile_labels",
+    "rename_tag",
     "split_by_language",
+    "tag_strings",
 ]
-
-
-class LabelConflictError(ValueError):
-    """Label sets of several corpora (or of a corpus and a model) cannot be merged by name."""
-
-
-@dataclass(frozen=True)
-class SourceSpec:
-    """A parsed source spec (see :class:`crop_hf.training.DataArguments` for the syntax)."""
-
-    kind: str  # "builder" (crop_hf.load_dataset), "hub" (datasets.load_dataset) or "disk"
-    name: str
-    config: str | None = None
-    kwargs: dict[str, Any] = field(default_factory=dict)
-
-
-def _parse_value(value: str) -> Any:
-    return {"true": True, "false": False}.get(value.lower(), value)
-
-
-def parse_source_spec(spec: str) -> SourceSpec:
-    """Read ``[hub:|disk:]NAME[:CONFIG][?key=value&...]``; an existing folder is a ``disk`` source."""
-    body, _, query = spec.partition("?")
-    kwargs = {}
-    for item in filter(None, query.split("&")):
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"source spec {spec!r}: expected key=value after '?', got {item!r}")
-        kwargs[key] = _parse_value(value)
-    if body.startswith("disk:"):
-        return SourceSpec("disk", body[len("disk:"):], None, kwargs)
-    if Path(body).is_dir():
-        return SourceSpec("disk", body, None, kwargs)
-    kind = "builder"
-    if body.startswith("hub:"):
-        kind, body = "hub", body[len("hub:"):]
-    name, _, config = body.partition(":")
-    if not name:
-        raise ValueError(f"source spec {spec!r} names no dataset")
-    return SourceSpec(kind, name, config or None, kwargs)
-
-
-def load_spec(spec: str | SourceSpec):
-    """Load what a source spec names, as the loader returns it (``Dataset`` or ``DatasetDict``), unchecked."""
-    import datasets
-
-    if isinstance(spec, str):
-        spec = parse_source_spec(spec)
-
-    if spec.kind == "disk":
-        path = Path(spec.name)
-        if not path.exists():
-            raise FileNotFoundError(f"no corpus at {path} (source spec 'disk:{spec.name}')")
-        if (path / "dataset_dict.json").exists() or (path / "state.json").exists():
-            return datasets.load_from_disk(str(path))
-        return datasets.load_dataset(str(path), **spec.kwargs)
-    if spec.kind == "builder":
-        try:
-            # Imported here: crop_hf.data pulls in datasets, and the builders are optional for
-            # users who only train on Hub or on-disk corpora.
-            from crop_hf.data import load_dataset
-        except ImportError:  # pragma: no cover - only before the builders exist
-            load_dataset = datasets.load_dataset
-        return load_dataset(spec.name, spec.config, **spec.kwargs)
-    return datasets.load_dataset(spec.name, spec.config, **spec.kwargs)
-
-
-def label_names_of(dataset, column: str = "ner_tags") -> tuple[list[str], bool]:
-    """``(names, is_class_label)`` of a tag column: the ``ClassLabel`` names, or the tag strings found."""
-    import datasets
-
-    if column not in dataset.column_names:
-        raise KeyError(f"corpus has no {column!r} column (columns: {dataset.column_names})")
-    feature = dataset.features[column]
-    inner = getattr(feature, "feature", None)
-    if isinstance(inner, datasets.ClassLabel):
-        return list(inner.names), True
-    seen: dict[str, None] = {"O": None}
-    for tags in dataset[column]:
-        for tag in tags:
-            if not isinstance(tag, str):
-                raise TypeError(f"{column!r} holds {type(tag).__name__} values but is not a ClassLabel sequence: "
-                                "cast it to ClassLabel or store tag strings")
-            seen.setdefault(tag)
-    return list(seen), False
-
-
-def parse_label_map(items: Iterable[str] | Mapping[str, str] | None) -> dict[str, str]:
-    """``["GPE_LOC=LOC", "DRV=O"]`` → ``{"GPE_LOC": "LOC", "DRV": "O"}`` (entity type renames)."""
-    if items is None:
-        return {}
-    if isinstance(items, Mapping):
-        return dict(items)
-    mapping = {}
-    for item in items:
-        old, sep, new = item.partition("=")
-        if not sep or not old or not new:
-            raise ValueError(f"label_map entry {item!r}: expected OLD=NEW, e.g. GPE_LOC=LOC")
-        mapping[old] = new
-    return mapping
-
-
-def rename_tag(tag: str, type_map: Mapping[str, str]) -> str:
-    prefix, entity_type = split_tag(tag)
-    if entity_type is None or entity_type not in type_map:
-        return tag
-    new = type_map[entity_type]
-    return "O" if new == "O" else f"{prefix}-{new}"
-
-
-def _check_iob2(names: Sequence[str], where: str) -> None:
-    for name in names:
-        try:
-            prefix, _ = split_tag(name)
-        except ValueError as err:
-            raise LabelConflictError(f"{where}: {err}") from None
-        if prefix not in {"O", "B", "I"}:
-            raise LabelConflictError(
-                f"{where}: label {name!r} is not IOB2; convert the corpus first "
-                "(crop_hf.labels.bioes_to_iob2 / iob1_to_iob2)")
-
-
-def reconcile_labels(label_lists: Sequence[Sequence[str]], where: Sequence[str] | None = None,
-                     model_labels: Sequence[str] | None = None) -> LabelSet:
-    """One IOB2 label set covering every corpus, matched by name.
-
-    Types are kept in order of first appearance (the model's labels first when it already has an
-    NER head), so a CoNLL corpus and a PAN-X corpus (no MISC) share ``PER``/``ORG``/``LOC`` ids.
-    Raises :class:`LabelConflictError` for non-IOB2 labels and for types that differ only in
-    case or punctuation (``PER`` vs ``Per`` vs ``P-ER``), which are nearly always the same type
-    spelt two ways: rename them with ``label_map``.
-    """
-    where = list(where) if where is not None else [f"corpus {i}" for i in range(len(label_lists))]
-    lists = list(label_lists)
-    origins = list(where)
-    if model_labels is not None:
-        lists.insert(0, model_labels)
-        origins.insert(0, "the model")
-    types: dict[str, str] = {}  # type -> where first seen
-    for names, origin in zip(lists, origins, strict=True):
-        _check_iob2(names, origin)
-        for name in names:
-            entity_type = split_tag(name)[1]
-            if entity_type is not None:
-                types.setdefault(entity_type, origin)
-    by_key: dict[str, str] = {}
-    for entity_type, origin in types.items():
-        key = "".join(ch for ch in entity_type.lower() if ch.isalnum())
-        if key in by_key and by_key[key] != entity_type:
-            other = by_key[key]
-            raise LabelConflictError(
-                f"entity types {other!r} ({types[other]}) and {entity_type!r} ({origin}) look like one type "
-                f"spelt two ways; rename one with label_map, e.g. --label_map {entity_type}={other}")
-        by_key[key] = entity_type
-    return LabelSet.from_types(types)
-
-
-@dataclass
-class NerSource:
-    """A loaded corpus: its spec, splits (``DatasetDict``), language and tag names after renaming."""
-
-    spec: str
-    splits: Any  # datasets.DatasetDict
-    label_names: list[str]
-    lang: str | None
-
-    def split(self, name: str):
-        """One split; ``train`` of a corpus split by language instead (synthesis output) joins all languages."""
-        if name in self.splits:
-            return self.splits[name]
-        if name == "train" and is_split_by_language(self.splits):
-            return join_languages(self.splits)
-        raise KeyError(f"{self.spec}: no {name!r} split (has {', '.join(self.splits)})")
-
-
-#: Split names that mark a ``DatasetDict`` as split train/validation/test rather than by language.
-STANDARD_SPLITS = frozenset({"train", "validation", "test", "dev"})
-
-
-def is_split_by_language(splits) -> bool:
-    """Whether a ``DatasetDict`` is keyed by language (as corpus synthesis writes it) rather than by split."""
-    return not STANDARD_SPLITS & set(splits)
-
-
-def join_languages(splits):
-    """All parts of a ``DatasetDict`` keyed by language, as one ``Dataset`` (in key order)."""
-    from datasets import concatenate_datasets
-
-    return concatenate_datasets([splits[key] for key in splits])
-
-
-def load_source(spec: str, type_map: Mapping[str, str] | None = None, dataset=None) -> NerSource:
-    """Load a corpus for training or evaluation, checking it has ``tokens`` and ``ner_tags``.
-
-    ``dataset`` (a ``Dataset`` or ``DatasetDict``) skips loading: ``spec`` is then only its name.
-    A single ``Dataset`` becomes the ``train`` split.
-    """
-    import datasets
-
-    parsed = None
-    if dataset is None:
-        parsed = parse_source_spec(spec)
-        dataset = load_spec(parsed)
-    if isinstance(dataset, datasets.Dataset):
-        dataset = datasets.DatasetDict({"train": dataset})
-    if not isinstance(dataset, datasets.DatasetDict):
-        raise TypeError(f"{spec}: expected a Dataset or DatasetDict, got {type(dataset).__name__}")
-    first = next(iter(dataset.values()))
-    for column in ("tokens", "ner_tags"):
-        if column not in first.column_names:
-            raise KeyError(f"{spec}: corpus has no {column!r} column (columns: {first.column_names})")
-    names: list[str] = []
-    for split in dataset.values():
-        for name in label_names_of(split)[0]:
-            if name not in names:
-                names.append(name)
-    renamed = [rename_tag(name, type_map or {}) for name in names]
-    lang = None
-    if parsed is not None and parsed.kind != "disk" and parsed.config and parsed.config != "all":
-        lang = parsed.config
-    return NerSource(spec, dataset, renamed, lang)
-
-
-def tag_strings(dataset, type_map: Mapping[str, str] | None = None) -> list[list[str]]:
-    """The ``ner_tags`` of every row as tag strings, after ``type_map`` renames."""
-    names, is_class_label = label_names_of(dataset)
-    type_map = type_map or {}
-    if is_class_label:
-        renamed = [rename_tag(name, type_map) for name in names]
-        return [[renamed[t] for t in tags] for tags in dataset["ner_tags"]]
-    return [[rename_tag(t, type_map) for t in tags] for tags in dataset["ner_tags"]]
-
-
-def encode_tags(dataset, label_set: LabelSet, type_map: Mapping[str, str] | None = None, where: str = "corpus"):
-    """Add ``word_labels``: the ``ner_tags`` as ids of ``label_set``, matched by name after ``type_map``."""
-    names, is_class_label = label_names_of(dataset)
-    type_map = type_map or {}
-    mapping = label_set.label2id
-    missing = sorted({rename_tag(n, type_map) for n in names} - set(mapping))
-    if missing:
-        raise LabelConflictError(f"{where}: labels {missing} are not in the label set {list(label_set.names)}")
-    by_id = [mapping[rename_tag(name, type_map)] for name in names] if is_class_label else None
-
-    def convert(batch):
-        if by_id is not None:
-            return {"word_labels": [[by_id[t] for t in tags] for tags in batch["ner_tags"]]}
-        return {"word_labels": [[mapping[rename_tag(t, type_map)] for t in tags] for tags in batch["ner_tags"]]}
-
-    return dataset.map(convert, batched=True, desc="encoding labels")
-
-
-def split_by_language(dataset, default: str) -> dict[str, Any]:
-    """``{lang: rows}``: by the ``lang`` column when it holds several languages, else ``{default: dataset}``."""
-    if "lang" not in dataset.column_names or len(dataset) == 0:
-        return {default: dataset}
-    langs = dataset.unique("lang")
-    if len(langs) == 1:
-        return {langs[0]: dataset}
-    column = dataset["lang"]
-    return {lang: dataset.select([i for i, value in enumerate(column) if value == lang]) for lang in sorted(langs)}
-
-
-class WeightedMixSampler:
-    """Indices of a concatenation of corpora, each corpus sampled ``weight`` times per epoch on average.
-
-    A weight ``w`` takes every sentence ``floor(w)`` times plus a fresh random ``w - floor(w)``
-    fraction each epoch, so a corpus of ``n`` sentences contributes ``round(w * n)`` per epoch and
-    every epoch has the same length. The order depends only on ``(seed, epoch)``: every process of
-    a distributed run draws the same sequence (Accelerate then shards it), and a run resumed from
-    a checkpoint sees the batches it would have seen.
-
-    The epoch is chosen with :meth:`use_epoch` (deliberately not ``set_epoch``, which Accelerate
-    calls with its own iteration counter on every fresh or skipped dataloader).
-
-    >>> sampler = WeightedMixSampler([3, 2], [1.0, 0.5], seed=0)
-    >>> len(sampler), sorted(i for i in sampler if i < 3)
-    (4, [0, 1, 2])
-    """
-
-    def __init__(self, sizes: Sequence[int], weights: Sequence[float], seed: int = 0, shuffle: bool = True):
-        if len(sizes) != len(weights):
-            raise ValueError(f"{len(weights)} sampling weights for {len(sizes)} sources")
-        if any(w < 0 or not math.isfinite(w) for w in weights):
-            raise ValueError(f"sampling weights must be finite and >= 0, got {list(weights)}")
-        self.sizes, self.weights, self.seed, self.shuffle = list(sizes), list(weights), seed, shuffle
-        self.epoch = 0
-        self.offsets = [sum(self.sizes[:i]) for i in range(len(self.sizes))]
-
-    def use_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def __len__(self) -> int:
-        return sum(math.floor(w) * n + round((w - math.floor(w)) * n) for n, w in zip(self.sizes, self.weights, strict=True))
-
-    def indices(self) -> list[int]:
-        import torch
-
-        generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
-        chosen: list[int] = []
-        for offset, n, w in zip(self.offsets, self.sizes, self.weights, strict=True):
-            whole = math.floor(w)
-            chosen += list(range(offset, offset + n)) * whole
-            extra = round((w - whole) * n)
-            if extra:
-                chosen += (torch.randperm(n, generator=generator)[:extra] + offset).tolist()
-        if self.shuffle:
-            chosen = [chosen[i] for i in torch.randperm(len(chosen), generator=generator).tolist()]
-        return chosen
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.indices())

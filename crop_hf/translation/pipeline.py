@@ -274,11 +274,9 @@ def _first(value):
 
 def _class_label_names(inputs: Any) -> list[str] | None:
     """Label names of a ``datasets`` ``ner_tags`` column of ``ClassLabel`` ids, if there is one."""
-    features = getattr(inputs, "features", None)
-    feature = features.get("ner_tags") if isinstance(features, Mapping) else None
-    inner = getattr(feature, "feature", feature)
-    names = getattr(inner, "names", None)
-    return list(names) if names else None
+    from crop_hf.data.features import tag_names
+
+    return tag_names(inputs)
 
 
 # Registers this pipeline when this module was what first imported transformers.pipelines.

@@ -1,0 +1,231 @@
+"""Corpora named by a *source spec*, loaded as ``datasets`` objects, split by language and mixed.
+
+A source spec names one corpus, the same way in every command, config file and function:
+
+* ``conll5:en``, ``xtreme40:de`` — a crop-hf builder and its config (:func:`crop_hf.data.load_dataset`;
+  names that are not ours go on to ``datasets.load_dataset``);
+* ``hub:NAME[:CONFIG]`` — straight to ``datasets.load_dataset`` (``hub:unimelb-nlp/wikiann:de``);
+* ``disk:PATH`` or an existing folder — a corpus saved with ``save_to_disk`` (a synthesized
+  corpus), or any folder ``datasets.load_dataset`` reads;
+* ``?key=value&...`` at the end passes keyword arguments to the loader
+  (``conll5:de?data_dir=/data/conll2003-de``).
+
+>>> parse_source_spec("conll5:de?data_dir=/data/conll2003-de")
+SourceSpec(kind='builder', name='conll5', config='de', kwargs={'data_dir': '/data/conll2003-de'})
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crop_hf.data.features import label_names_of
+from crop_hf.labels import rename_tag
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "STANDARD_SPLITS",
+    "NerSource",
+    "SourceSpec",
+    "WeightedMixSampler",
+    "is_split_by_language",
+    "join_languages",
+    "load_source",
+    "load_spec",
+    "parse_source_spec",
+    "split_by_language",
+]
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """A parsed source spec (see this module for the syntax)."""
+
+    kind: str  # "builder" (crop_hf.load_dataset), "hub" (datasets.load_dataset) or "disk"
+    name: str
+    config: str | None = None
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def _parse_value(value: str) -> Any:
+    return {"true": True, "false": False}.get(value.lower(), value)
+
+
+def parse_source_spec(spec: str) -> SourceSpec:
+    """Read ``[hub:|disk:]NAME[:CONFIG][?key=value&...]``; an existing folder is a ``disk`` source."""
+    body, _, query = spec.partition("?")
+    kwargs = {}
+    for item in filter(None, query.split("&")):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"source spec {spec!r}: expected key=value after '?', got {item!r}")
+        kwargs[key] = _parse_value(value)
+    if body.startswith("disk:"):
+        return SourceSpec("disk", body[len("disk:"):], None, kwargs)
+    if Path(body).is_dir():
+        return SourceSpec("disk", body, None, kwargs)
+    kind = "builder"
+    if body.startswith("hub:"):
+        kind, body = "hub", body[len("hub:"):]
+    name, _, config = body.partition(":")
+    if not name:
+        raise ValueError(f"source spec {spec!r} names no dataset")
+    return SourceSpec(kind, name, config or None, kwargs)
+
+
+def load_spec(spec: str | SourceSpec):
+    """Load what a source spec names, as the loader returns it (``Dataset`` or ``DatasetDict``), unchecked."""
+    import datasets
+
+    if isinstance(spec, str):
+        spec = parse_source_spec(spec)
+
+    if spec.kind == "disk":
+        path = Path(spec.name)
+        if not path.exists():
+            raise FileNotFoundError(f"no corpus at {path} (source spec 'disk:{spec.name}')")
+        if (path / "dataset_dict.json").exists() or (path / "state.json").exists():
+            return datasets.load_from_disk(str(path))
+        return datasets.load_dataset(str(path), **spec.kwargs)
+    if spec.kind == "builder":
+        try:
+            # Imported here: crop_hf.data pulls in datasets, and the builders are optional for
+            # users who only train on Hub or on-disk corpora.
+            from crop_hf.data import load_dataset
+        except ImportError:  # pragma: no cover - only before the builders exist
+            load_dataset = datasets.load_dataset
+        return load_dataset(spec.name, spec.config, **spec.kwargs)
+    return datasets.load_dataset(spec.name, spec.config, **spec.kwargs)
+
+
+@dataclass
+class NerSource:
+    """A loaded corpus: its spec, splits (``DatasetDict``), language and tag names after renaming."""
+
+    spec: str
+    splits: Any  # datasets.DatasetDict
+    label_names: list[str]
+    lang: str | None
+
+    def split(self, name: str):
+        """One split; ``train`` of a corpus split by language instead (synthesis output) joins all languages."""
+        if name in self.splits:
+            return self.splits[name]
+        if name == "train" and is_split_by_language(self.splits):
+            return join_languages(self.splits)
+        raise KeyError(f"{self.spec}: no {name!r} split (has {', '.join(self.splits)})")
+
+
+#: Split names that mark a ``DatasetDict`` as split train/validation/test rather than by language.
+STANDARD_SPLITS = frozenset({"train", "validation", "test", "dev"})
+
+
+def is_split_by_language(splits) -> bool:
+    """Whether a ``DatasetDict`` is keyed by language (as corpus synthesis writes it) rather than by split."""
+    return not STANDARD_SPLITS & set(splits)
+
+
+def join_languages(splits):
+    """All parts of a ``DatasetDict`` keyed by language, as one ``Dataset`` (in key order)."""
+    from datasets import concatenate_datasets
+
+    return concatenate_datasets([splits[key] for key in splits])
+
+
+def load_source(spec: str, label_map: Mapping[str, str] | None = None, dataset=None) -> NerSource:
+    """Load a corpus for training or evaluation, checking it has ``tokens`` and ``ner_tags``.
+
+    ``dataset`` (a ``Dataset`` or ``DatasetDict``) skips loading: ``spec`` is then only its name.
+    A single ``Dataset`` becomes the ``train`` split.
+    """
+    import datasets
+
+    parsed = None
+    if dataset is None:
+        parsed = parse_source_spec(spec)
+        dataset = load_spec(parsed)
+    if isinstance(dataset, datasets.Dataset):
+        dataset = datasets.DatasetDict({"train": dataset})
+    if not isinstance(dataset, datasets.DatasetDict):
+        raise TypeError(f"{spec}: expected a Dataset or DatasetDict, got {type(dataset).__name__}")
+    first = next(iter(dataset.values()))
+    for column in ("tokens", "ner_tags"):
+        if column not in first.column_names:
+            raise KeyError(f"{spec}: corpus has no {column!r} column (columns: {first.column_names})")
+    names: list[str] = []
+    for split in dataset.values():
+        for name in label_names_of(split)[0]:
+            if name not in names:
+                names.append(name)
+    renamed = [rename_tag(name, label_map or {}) for name in names]
+    lang = None
+    if parsed is not None and parsed.kind != "disk" and parsed.config and parsed.config != "all":
+        lang = parsed.config
+    return NerSource(spec, dataset, renamed, lang)
+
+
+def split_by_language(dataset, default: str) -> dict[str, Any]:
+    """``{lang: rows}``: by the ``lang`` column when it holds several languages, else ``{default: dataset}``."""
+    if "lang" not in dataset.column_names or len(dataset) == 0:
+        return {default: dataset}
+    langs = dataset.unique("lang")
+    if len(langs) == 1:
+        return {langs[0]: dataset}
+    column = dataset["lang"]
+    return {lang: dataset.select([i for i, value in enumerate(column) if value == lang]) for lang in sorted(langs)}
+
+
+class WeightedMixSampler:
+    """Indices of a concatenation of corpora, each corpus sampled ``weight`` times per epoch on average.
+
+    A weight ``w`` takes every sentence ``floor(w)`` times plus a fresh random ``w - floor(w)``
+    fraction each epoch, so a corpus of ``n`` sentences contributes ``round(w * n)`` per epoch and
+    every epoch has the same length. The order depends only on ``(seed, epoch)``: every process of
+    a distributed run draws the same sequence (Accelerate then shards it), and a run resumed from
+    a checkpoint sees the batches it would have seen.
+
+    The epoch is chosen with :meth:`use_epoch` (deliberately not ``set_epoch``, which Accelerate
+    calls with its own iteration counter on every fresh or skipped dataloader).
+
+    >>> sampler = WeightedMixSampler([3, 2], [1.0, 0.5], seed=0)
+    >>> len(sampler), sorted(i for i in sampler if i < 3)
+    (4, [0, 1, 2])
+    """
+
+    def __init__(self, sizes: Sequence[int], weights: Sequence[float], seed: int = 0, shuffle: bool = True):
+        if len(sizes) != len(weights):
+            raise ValueError(f"{len(weights)} sampling weights for {len(sizes)} sources")
+        if any(w < 0 or not math.isfinite(w) for w in weights):
+            raise ValueError(f"sampling weights must be finite and >= 0, got {list(weights)}")
+        self.sizes, self.weights, self.seed, self.shuffle = list(sizes), list(weights), seed, shuffle
+        self.epoch = 0
+        self.offsets = [sum(self.sizes[:i]) for i in range(len(self.sizes))]
+
+    def use_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return sum(math.floor(w) * n + round((w - math.floor(w)) * n) for n, w in zip(self.sizes, self.weights, strict=True))
+
+    def indices(self) -> list[int]:
+        import torch
+
+        generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        chosen: list[int] = []
+        for offset, n, w in zip(self.offsets, self.sizes, self.weights, strict=True):
+            whole = math.floor(w)
+            chosen += list(range(offset, offset + n)) * whole
+            extra = round((w - whole) * n)
+            if extra:
+                chosen += (torch.randperm(n, generator=generator)[:extra] + offset).tolist()
+        if self.shuffle:
+            chosen = [chosen[i] for i in torch.randperm(len(chosen), generator=generator).tolist()]
+        return chosen
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.indices())
