@@ -96,6 +96,55 @@ def test_cache_folder_follows_the_code(tmp_path, shared_data, monkeypatch):
     assert Conll5(**kwargs).cache_dir != before
 
 
+def _copy_conll2002_es(shared_data: Path, target: Path) -> Path:
+    target.mkdir()
+    for name in ("esp.train", "esp.testa", "esp.testb"):
+        shutil.copy(shared_data / "conll2002" / name, target / name)
+    return target
+
+
+def _arrow_files(cache: Path) -> dict[str, int]:
+    return {str(p): p.stat().st_mtime_ns for p in cache.rglob("*.arrow")}
+
+
+def test_edited_release_file_is_read_again_and_unchanged_files_are_not(tmp_path, shared_data):
+    """Regression: appending a sentence to esp.train and reloading returned the old rows."""
+    data = _copy_conll2002_es(shared_data, tmp_path / "conll2002")
+    cache = tmp_path / "cache"
+    first = load_dataset("conll5", "es", data_dir=str(data), cache_dir=str(cache))["train"]
+    written = _arrow_files(cache)
+    again = load_dataset("conll5", "es", data_dir=str(data), cache_dir=str(cache))["train"]
+    assert again.num_rows == first.num_rows == 8323
+    assert _arrow_files(cache) == written  # same files, same options: nothing rebuilt
+    with (data / "esp.train").open("a", encoding="iso-8859-1") as handle:
+        handle.write("\nAdiós O\nGotemburgo B-LOC\n")
+    edited = load_dataset("conll5", "es", data_dir=str(data), cache_dir=str(cache))["train"]
+    assert edited.num_rows == 8324
+    assert edited[-1]["tokens"] == ["Adiós", "Gotemburgo"]
+
+
+def test_options_that_change_rows_change_the_cache_key(tmp_path, shared_data):
+    from crop_hf.data.conll5 import Conll5
+
+    kwargs = {"cache_dir": str(tmp_path), "config_name": "es", "data_dir": str(shared_data / "conll2002")}
+    assert Conll5(**kwargs).cache_dir != Conll5(**kwargs, skip_bad_records=True).cache_dir
+
+
+def test_a_split_whose_every_record_is_bad_names_files_and_counts(tmp_path, shared_data):
+    """Regression: skip_bad_records on an all-bad split ended in 'Instruction "train" corresponds to no data'."""
+    data = _copy_conll2002_es(shared_data, tmp_path / "conll2002")
+    (data / "esp.train").write_text("Hola\nMundo B-LOC extra x y z\n\nfoo\n", encoding="utf-8")
+    cache = tmp_path / "cache"
+    for _ in range(2):  # the failed load left nothing behind that changes the second one
+        with pytest.raises(ValueError, match=r"train split: every record was skipped") as info:
+            load_dataset("conll5", "es", data_dir=str(data), cache_dir=str(cache), skip_bad_records=True)
+        assert str(data / "esp.train") in str(info.value) and "2 skipped (2 columns)" in str(info.value)
+    assert not list(cache.rglob("dataset_info.json"))
+    (data / "esp.train").write_text("Hola O\nMundo B-LOC\n", encoding="utf-8")
+    fixed = load_dataset("conll5", "es", data_dir=str(data), cache_dir=str(cache), skip_bad_records=True)
+    assert fixed["train"]["tokens"] == [["Hola", "Mundo"]]
+
+
 def test_conll5_de_without_data_dir_says_which_files(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"deu\.train, deu\.testa and deu\.testb"):
         load_dataset("conll5", "de", cache_dir=str(tmp_path))

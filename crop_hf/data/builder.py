@@ -12,6 +12,7 @@ import inspect
 import logging
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,18 +45,39 @@ def _source_hash(cls: type) -> str:
 
     digest = hashlib.sha256()
     modules = {sys.modules[c.__module__] for c in cls.__mro__ if c.__module__.startswith("crop_hf.")}
+    modules |= {sys.modules[name] for name in list(sys.modules) if name.startswith(readers.__name__ + ".")}
     for module in sorted(modules | {labels, seqlogical, readers}, key=lambda m: m.__name__):
         digest.update(inspect.getsource(module).encode())
+    return digest.hexdigest()[:16]
+
+
+def _files_hash(data_dir: str | os.PathLike | None) -> str:
+    """A digest of every file under ``data_dir``: relative path, size and modification time.
+
+    Part of the cache key, so that editing, adding or replacing a release file builds a fresh
+    cache instead of returning the rows of the old file. Stat only: nothing is read.
+    """
+    digest = hashlib.sha256()
+    if data_dir is None or "://" in str(data_dir) or not Path(data_dir).is_dir():
+        return ""
+    root = Path(data_dir)
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(root).as_posix()}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:16]
 
 
 class CropBuilder(datasets.GeneratorBasedBuilder):
     """Base of crop-hf's builders.
 
-    The cache folder's hash is taken from the source of the builder and its readers (as ``datasets``
-    does for loading scripts), so a cache written by an older version of the code is not reused.
-    After :meth:`download_and_prepare`, :attr:`skipped_records` maps each split to what
-    ``skip_bad_records`` dropped.
+    The cache key covers everything that decides the rows: the builder's options (``datasets``
+    puts them in the config id), the source of the builder and its readers (as ``datasets`` does
+    for loading scripts, so a cache written by an older version of the code is not reused) and
+    the path, size and modification time of every file under ``data_dir`` (so an edited release
+    file is read again). After :meth:`download_and_prepare`, :attr:`skipped_records` maps each
+    split to what ``skip_bad_records`` dropped. A split in which every record was skipped is an
+    error naming the files and the counts, raised while the split is generated, so no cache is
+    written for it.
     """
 
     BUILDER_CONFIG_CLASS = CropBuilderConfig
@@ -64,11 +86,14 @@ class CropBuilder(datasets.GeneratorBasedBuilder):
 
     def __init__(self, *args, **kwargs) -> None:
         if kwargs.get("hash") is None:
-            kwargs["hash"] = _source_hash(type(self))
+            data_dir = kwargs.get("data_dir") or getattr(kwargs.get("config"), "data_dir", None)
+            files = _files_hash(data_dir)
+            kwargs["hash"] = _source_hash(type(self)) + (f"-{files}" if files else "")
         if kwargs.get("data_files") is not None:
             raise ValueError(f"{type(self).__name__} reads a release from `data_dir`; `data_files` is not supported")
         super().__init__(*args, **kwargs)
         self.skipped_records: dict[str, SkippedRecords] = {}
+        self._produced: Counter = Counter()
 
     def _features(self) -> datasets.Features:
         raise NotImplementedError
@@ -90,9 +115,20 @@ class CropBuilder(datasets.GeneratorBasedBuilder):
         return self.skipped_records.setdefault(str(split), SkippedRecords())
 
     def _report_skipped(self, split: str) -> None:
+        """Log what the split skipped; stop with an error naming files and counts if nothing is left.
+
+        ``datasets`` cannot store an empty split (it fails later with "Instruction 'train'
+        corresponds to no data"); raising here, inside generation, also leaves no cache behind.
+        """
         skipped = self.skipped_records.get(str(split))
         if skipped is not None and skipped.total:
             logger.warning("%s/%s %s: %s", self.name, self.config.name, split, skipped)
+        if self._produced[str(split)] == 0:
+            where = f"{self.name}/{self.config.name} {split} split"
+            if skipped is not None and skipped.total:
+                raise ValueError(f"{where}: every record was skipped as malformed, nothing is left to load "
+                                 f"(files: {', '.join(sorted(skipped.files))}; {skipped})")
+            raise ValueError(f"{where}: the release files hold no records")
 
 
 def find_split_files(
@@ -153,10 +189,11 @@ class NerBuilder(CropBuilder):
 
         return ner_features(self.LABELS.names, id=True)
 
-    def _examples(self, sentences: Iterable[TaggedSentence], lang: str, start: int = 0):
+    def _examples(self, sentences: Iterable[TaggedSentence], lang: str, split: str, start: int = 0):
         """``(key, example)`` pairs numbered from ``start``; tags become ids here, not in ``datasets``."""
         encode = self.LABELS.label2id
         for index, sentence in enumerate(sentences, start):
+            self._produced[str(split)] += 1
             yield index, {
                 "id": str(index),
                 "tokens": sentence.tokens,
@@ -206,6 +243,7 @@ class SemanticParseBuilder(CropBuilder):
                     "domain": record.domain,
                 }
                 index += 1
+                self._produced[str(split)] += 1
         if domains is not None and index == 0:
             # datasets cannot store an empty split; say why it is empty instead of "corresponds to no data".
             raise ValueError(f"{self.name}/{self.config.name}: no utterance of domains {sorted(domains)} in the "

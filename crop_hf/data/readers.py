@@ -110,9 +110,12 @@ class SkippedRecords:
     counts: Counter = field(default_factory=Counter)
     examples: list[str] = field(default_factory=list)
     max_examples: int = 5
+    #: the files the skipped records came from
+    files: set[str] = field(default_factory=set)
 
     def add(self, error: FormatError) -> None:
         self.counts[error.reason] += 1
+        self.files.add(error.path)
         if len(self.examples) < self.max_examples:
             self.examples.append(str(error))
 
