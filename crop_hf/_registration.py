@@ -16,15 +16,39 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
+import os
 import sys
 
 _TARGET = "transformers.pipelines"
 
-#: task -> (module, pipeline class, transformers auto-model class name or None, input type).
-#: Each feature that adds a pipeline adds one row here.
-PIPELINE_TASKS: dict[str, tuple[str, str, str | None, str]] = {
-    "labeled-translation": ("crop_hf.translation.pipeline", "LabeledSequenceTranslationPipeline", "AutoModelForSeq2SeqLM", "text"),
-    "projection": ("crop_hf.projection.pipeline", "ProjectionPipeline", "AutoModel", "text"),
+
+class ModelFree(os.PathLike):
+    """The default "model" of a task that can run without one (``pipeline("projection")``).
+
+    ``transformers.pipeline(task)`` without ``model=`` always resolves the task's registered
+    default and would download it. Registered as the default instead, this marker passes through
+    the factory untouched (it is a local path, crop-hf's own code folder, so no revision is looked
+    up, and not a string, so nothing is loaded) and the pipeline class receives it as ``model``
+    and builds itself without a model.
+    """
+
+    def __fspath__(self) -> str:
+        return os.path.dirname(os.path.abspath(__file__))
+
+    def __repr__(self) -> str:
+        return "no model (crop-hf runs this task without one)"
+
+
+#: The marker a model-free task receives as ``model`` from ``transformers.pipeline``.
+MODEL_FREE = ModelFree()
+
+#: task -> (module, pipeline class, transformers auto-model class name or None, input type[,
+#: default model: ``MODEL_FREE`` for a task that runs without one]). Each feature that adds a
+#: pipeline adds one row here.
+PIPELINE_TASKS: dict[str, tuple] = {
+    "labeled-translation": ("crop_hf.translation.pipeline", "LabeledSequenceTranslationPipeline",
+                            "AutoModelForSeq2SeqLM", "text", None),
+    "projection": ("crop_hf.projection.pipeline", "ProjectionPipeline", "AutoModel", "text", MODEL_FREE),
 }
 
 
@@ -42,7 +66,7 @@ def register_pipelines() -> list[str]:
     from transformers.pipelines import PIPELINE_REGISTRY
 
     registered = []
-    for task, (module_name, class_name, model_class, input_type) in PIPELINE_TASKS.items():
+    for task, (module_name, class_name, model_class, input_type, *default) in PIPELINE_TASKS.items():
         module = sys.modules.get(module_name)
         if task in PIPELINE_REGISTRY.get_supported_tasks() or (module and not hasattr(module, class_name)):
             continue
@@ -50,7 +74,9 @@ def register_pipelines() -> list[str]:
         if task in PIPELINE_REGISTRY.get_supported_tasks():  # importing the module registered it
             continue
         pt_model = getattr(transformers, model_class) if model_class else ()
-        PIPELINE_REGISTRY.register_pipeline(task, pipeline_class=pipeline_class, pt_model=pt_model, type=input_type)
+        options = {"default": {"model": (default[0], None)}} if default and default[0] is not None else {}
+        PIPELINE_REGISTRY.register_pipeline(task, pipeline_class=pipeline_class, pt_model=pt_model, type=input_type,
+                                            **options)
         registered.append(task)
     return registered
 

@@ -108,3 +108,38 @@ def test_errors_name_the_problem():
         ProjectionPipeline(treshold=50)
     with pytest.raises(ValueError, match="method must be one of"):
         ProjectionPipeline(method="magic")
+
+
+@pytest.mark.parametrize("options", [{}, {"method": "lexical"}, {"method": "fuzzy"}])
+def test_factory_without_a_model_loads_nothing(options):
+    """Regression: pipeline("projection") and pipeline("projection", method="lexical") raised KeyError: 'default'."""
+    from transformers import pipeline
+
+    projector = pipeline("projection", **options)
+    assert projector.model is None
+    out = projector({"target": "Ich wohne in Göteborg .", "entities": [("Göteborg", "LOC")]})
+    assert out["tags"] == ["O", "O", "O", "B-LOC", "O"]
+
+
+def test_factory_alignment_with_given_alignments_and_class_label_ids():
+    import datasets
+    from transformers import pipeline
+
+    from crop_hf.labels import CONLL_LABELS
+
+    projector = pipeline("projection", method="alignment")
+    features = datasets.Features({
+        "target": datasets.List(datasets.Value("string")),
+        "source_tokens": datasets.List(datasets.Value("string")),
+        "source_tags": datasets.List(datasets.ClassLabel(names=list(CONLL_LABELS.names))),
+        "alignment": datasets.Value("string"),
+    })
+    rows = datasets.Dataset.from_dict({
+        "target": [["Vivo", "en", "Nueva", "York"], ["Hola", "Ana"]],
+        "source_tokens": [["I", "live", "in", "New", "York"], ["Hello", "Ana"]],
+        "source_tags": [CONLL_LABELS.encode(["O", "O", "O", "B-LOC", "I-LOC"]), CONLL_LABELS.encode(["O", "B-PER"])],
+        "alignment": ["1-0 2-1 3-2 4-3", "0-0 1-1"],
+    }, features=features)
+    assert [out["tags"] for out in projector(rows)] == [["O", "O", "B-LOC", "I-LOC"], ["O", "B-PER"]]
+    with pytest.raises(ValueError, match="needs an 'alignment' in each input or an aligner"):
+        projector({"target": ["Hola", "Ana"], "source_tokens": ["Hello", "Ana"], "source_tags": ["O", "B-PER"]})

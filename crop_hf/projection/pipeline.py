@@ -1,19 +1,21 @@
 """``ProjectionPipeline``: label projection as a ``transformers`` pipeline (task ``"projection"``).
 
 Design. Of the three methods only ``"alignment"`` with an embedding aligner needs a model;
-``"lexical"`` and ``"fuzzy"`` need none. ``transformers.pipeline(task, model=None)`` always
-resolves a default *model* for the task and ``Pipeline.__init__`` dereferences ``model.device``,
-so a model-free pipeline cannot come out of the factory. Hence two ways in, both ordinary for
-Hugging Face users:
+``"lexical"`` and ``"fuzzy"`` need none, and neither does alignment when each input carries its
+``alignment`` (say from :class:`~crop_hf.alignment.EflomalAligner` run over the whole corpus,
+which is how eflomal works best) or when the pipeline is given ``aligner=``. So:
 
+* ``pipeline("projection")`` or ``pipeline("projection", method="fuzzy")`` builds one with no
+  model at all (CPU, nothing loaded or downloaded): the task's registered default is
+  :data:`crop_hf._registration.MODEL_FREE`, not a checkpoint;
 * ``pipeline("projection", model="google-bert/bert-base-multilingual-cased", layer=8)`` loads the
-  encoder with ``AutoModel`` and aligns with SimAlign's methods (batched) — the factory path,
-  with ``device``, ``batch_size`` and ``dtype`` as for any pipeline; lexical and fuzzy projection
-  work with it too (``method=...`` at construction or per call);
-* ``ProjectionPipeline(method="lexical")`` builds one with no model at all (CPU, nothing
-  loaded), exactly like instantiating any pipeline class directly. It can still project by
-  alignment when the inputs carry an ``alignment`` (say from :class:`~crop_hf.alignment.EflomalAligner`
-  run over the whole corpus, which is how eflomal works best) or when given ``aligner=``.
+  encoder with ``AutoModel`` and aligns with SimAlign's methods (batched), with ``device``,
+  ``batch_size`` and ``dtype`` as for any pipeline; lexical and fuzzy projection work with it too
+  (``method=...`` at construction or per call);
+* ``ProjectionPipeline(method="lexical")`` is the same as the first, without the factory.
+
+Asking for alignment projection of an input that has no ``alignment`` from a pipeline with
+neither a model nor an aligner is an error that says what to pass.
 
 Inputs are dicts (a list of them, a generator, or a ``datasets.Dataset`` whose rows have these
 columns):
@@ -115,7 +117,7 @@ class ProjectionPipeline(Pipeline):
     Every option except the aligner's can also be given per call.
     """
 
-    _load_tokenizer = True
+    _load_tokenizer = None  # optional: the model-free pipeline has none
     _load_processor = False
     _load_image_processor = False
     _load_feature_extractor = False
@@ -133,6 +135,8 @@ class ProjectionPipeline(Pipeline):
         **kwargs,
     ) -> None:
         kwargs.setdefault("method", "lexical")
+        if model is _registration.MODEL_FREE:
+            model = None
         if model is not None:
             super().__init__(model, tokenizer, **kwargs)
         else:
@@ -254,6 +258,11 @@ class ProjectionPipeline(Pipeline):
         (returns a lazy iterator, as transformers does for datasets). ``batch_size=`` batches the aligner.
         """
         if type(inputs).__module__.startswith("datasets.") and hasattr(inputs, "column_names"):
+            from crop_hf.data.features import tag_names
+
+            names = tag_names(inputs, "source_tags")
+            if names is not None and "label_names" not in kwargs and "label_names" not in self._preprocess_params:
+                kwargs["label_names"] = names  # ClassLabel ids read by name, as labeled-translation does
             inputs = _Rows(inputs)
         return super().__call__(inputs, *args, **kwargs)
 
