@@ -273,3 +273,30 @@ def test_conll_files_read_back(sentences, columns, newline, bom, docstart, encod
     read = list(read_conll(("gen.conll", io.BytesIO(data)), encoding=encoding))
     assert [list(zip(s.tokens, s.tags, strict=True)) for s in read] == sentences
     assert [s.line for s in read] == starts
+
+
+@pytest.mark.parametrize("reader", ["panx", "conllu", "parses"])
+def test_a_line_that_is_not_utf8_names_file_and_line_or_is_skipped(tmp_path, reader):
+    """Regression: readers of UTF-8 formats raised a bare UnicodeDecodeError."""
+    from crop_hf.data.readers import read_conllu_ner, read_panx, read_semantic_parses
+
+    bad = "Caf\xe9".encode("latin-1")
+    if reader == "panx":
+        content = b"de:Hallo\tO\n\nde:" + bad + b"\tB-LOC\n\nde:Berlin\tB-LOC\n"
+        read = read_panx
+    elif reader == "conllu":
+        good = "1\tOslo\tOslo\tPROPN\t_\t_\t0\troot\t_\tname=B-GPE_LOC\n"
+        content = (good + "\n").encode() + (b"1\t") + bad + (b"\t_\tX\t_\t_\t0\troot\t_\tname=O\n\n") \
+            + good.encode()
+        read = read_conllu_ner
+    else:
+        content = b"[IN:GET_WEATHER weather ]\n[IN:GET_WEATHER " + bad + b" ]\n[IN:GET_WEATHER rain ]\n"
+        read = read_semantic_parses
+    path = tmp_path / "file.txt"
+    path.write_bytes(content)
+    with pytest.raises(FormatError, match=r"file\.txt:[0-9]+: expected text in UTF-8") as info:
+        list(read(path))
+    assert info.value.reason == "encoding"
+    skipped = SkippedRecords()
+    assert len(list(read(path, errors="skip", skipped=skipped))) == 2
+    assert dict(skipped.counts) == {"encoding": 1}

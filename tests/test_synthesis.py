@@ -62,6 +62,7 @@ def test_kept_rows_carry_projected_labels_and_every_drop_has_a_reason(raw_dir, t
     assert result.statistics["de"] == {
         "input": 8, "kept": 4, "all_o": 1, "markers_incomplete": 1, "too_long": 1, "contains_marker": 1,
         "pipeline_error": 0, "wrong_language_source": 0, "wrong_language_target": 0, "projection_incomplete": 0,
+        "undecodable": 0,
     }
     assert result.statistics["nl"]["kept"] == 3 and result.statistics["nl"]["all_o"] == 1
 
@@ -83,6 +84,24 @@ def test_kept_rows_carry_projected_labels_and_every_drop_has_a_reason(raw_dir, t
     broken = next(row for row in discarded if row["reason"] == "markers_incomplete")
     assert broken["source_translation"] == RAW["de"][3]
     assert "__SLOT0__" in broken["labeled_translation"]
+
+
+def test_an_undecodable_line_is_dropped_and_counted_or_stops_a_strict_run(tmp_path, caplog):
+    """Regression: one line that is not UTF-8 stopped the whole run with a raw UnicodeDecodeError."""
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    lines = [b"Ich wohne in Hamburg .", "Caf\xe9 in M\xfcnchen .".encode("latin-1"), b"Anna trifft Peter ."]
+    (folder / "de.txt").write_bytes(b"\n".join(lines) + b"\n")
+    with caplog.at_level("WARNING", logger="crop_hf.synthesis.inputs"):
+        result = synthesize(fake_config(str(folder / "{lang}.txt"), str(tmp_path / "out"), target_langs=["de"]),
+                            models=fake_models())
+    assert result.statistics["de"]["input"] == 3
+    assert result.statistics["de"]["undecodable"] == 1
+    assert result.statistics["de"]["kept"] == 2
+    assert f"{folder / 'de.txt'}:2: not valid UTF-8" in caplog.text
+    with pytest.raises(ValueError, match=r"de\.txt:2: not valid UTF-8"):
+        synthesize(fake_config(str(folder / "{lang}.txt"), str(tmp_path / "strict"), target_langs=["de"],
+                               strict_input=True), models=fake_models())
 
 
 def test_a_language_with_every_sentence_dropped_still_loads(tmp_path):
@@ -138,11 +157,11 @@ def test_card_and_statistics_are_written_from_the_run(raw_dir, tmp_path):
     card = DatasetCard.load(result.output_dir / "README.md")
     assert card.data.language == ["de", "nl"]
     assert [f["split"] for f in card.data.configs[0]["data_files"]] == ["de", "nl"]
-    assert "| de | 8 | 4 | 0 | 0 | 1 | 1 | 0 | 1 | 0 | 1 |" in card.text
+    assert "| de | 8 | 4 | 0 | 0 | 0 | 1 | 1 | 0 | 1 | 0 | 1 |" in card.text
     assert "`fake-mt`" in card.text and "`fake-ner`" in card.text
     assert "| num_beams | `5` |" in card.text
     table = result.table().splitlines()
-    assert table[0].split() == ["lang", "input", "kept", "wrong_language_source", "wrong_language_target",
+    assert table[0].split() == ["lang", "input", "kept", "undecodable", "wrong_language_source", "wrong_language_target",
                                 "too_long", "contains_marker", "pipeline_error", "markers_incomplete",
                                 "projection_incomplete", "all_o"]
     assert table[-1].split()[:3] == ["total", "12", "7"]

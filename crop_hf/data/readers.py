@@ -166,8 +166,12 @@ def source_name(source: Source) -> str:
     return os.fspath(source)
 
 
-def iter_lines(source: Source, encoding: str = "auto") -> Iterator[tuple[int, str]]:
+def iter_lines(source: Source, encoding: str = "auto") -> Iterator[tuple[int, str | None]]:
     """Yield ``(line_number, text)`` for each line, without its line end.
+
+    ``text`` is ``None`` for a line that cannot be decoded with ``encoding``; readers turn it into
+    a :class:`FormatError` (reason ``"encoding"``) naming the file and line, never a raw
+    ``UnicodeDecodeError``.
 
     Reads bytes and decodes line by line, so a file's encoding may be decided per line:
     ``encoding="auto"`` decodes UTF-8 and falls back to ISO-8859-1 for a line that is not valid
@@ -190,7 +194,7 @@ def iter_lines(source: Source, encoding: str = "auto") -> Iterator[tuple[int, st
             yield from _decode_lines(handle, encoding)
 
 
-def _decode_lines(handle: BinaryIO, encoding: str) -> Iterator[tuple[int, str]]:
+def _decode_lines(handle: BinaryIO, encoding: str) -> Iterator[tuple[int, str | None]]:
     for number, raw in enumerate(handle, start=1):
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
@@ -201,8 +205,15 @@ def _decode_lines(handle: BinaryIO, encoding: str) -> Iterator[tuple[int, str]]:
             except UnicodeDecodeError:
                 text = raw.decode("iso-8859-1")
         else:
-            text = raw.decode(encoding)
+            try:
+                text = raw.decode(encoding)
+            except UnicodeDecodeError:
+                text = None  # the reader reports it as a FormatError naming file and line
         yield number, text
+
+
+def _undecodable(name: str, number: int, encoding: str) -> FormatError:
+    return FormatError(name, number, f"text in {encoding}", reason="encoding")
 
 
 class _Skipper:
@@ -352,6 +363,10 @@ def read_conll(
     buffer = _SentenceBuffer(name, skipper, scheme, label_map, label_set)
     columns = f"{min_columns}" if min_columns == max_columns else f"{min_columns} to {max_columns}"
     for number, text in iter_lines(source, encoding):
+        if text is None:
+            if buffer.broken is None:
+                buffer.fail(_undecodable(name, number, encoding))
+            continue
         if separator is None:
             fields = text.split()
         else:
@@ -421,6 +436,10 @@ def read_conllu_ner(
     buffer = _SentenceBuffer(name, skipper, "IOB2", label_map, label_set)
     prefix = f"{misc_key}="
     for number, text in iter_lines(source, "utf-8"):
+        if text is None:
+            if buffer.broken is None:
+                buffer.fail(_undecodable(name, number, "UTF-8"))
+            continue
         if not text.strip():
             sentence = buffer.flush()
             if sentence is not None:
@@ -463,6 +482,10 @@ def read_panx(
     skipper = _Skipper(name, errors, skipped)
     buffer = _SentenceBuffer(name, skipper, "IOB2", None, label_set)
     for number, text in iter_lines(source, "utf-8"):
+        if text is None:
+            if buffer.broken is None:
+                buffer.fail(_undecodable(name, number, "UTF-8"))
+            continue
         if not text.strip():
             sentence = buffer.flush()
             if sentence is not None:
@@ -621,6 +644,9 @@ def read_semantic_parses(
     header: list[str] | None = None
     first = True  # only the first non-empty line may be a header
     for number, text in iter_lines(source, "utf-8"):
+        if text is None:
+            skipper.handle(_undecodable(name, number, "UTF-8"))
+            continue
         if not text.strip():
             continue
         fields = [f.strip() for f in text.split("\t")]

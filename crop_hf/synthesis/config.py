@@ -48,6 +48,9 @@ class SynthesisConfig:
     max_words: int = field(default=128, metadata={"help": "Drop raw sentences longer than this (CroP: 128)."})
     max_sentences: int | None = field(default=None, metadata={"help": "Read at most this many sentences per language."})
     shard_size: int = field(default=1000, metadata={"help": "Sentences per resumable shard."})
+    strict_input: bool = field(
+        default=False, metadata={"help": "Stop at an input line that is not valid UTF-8 (naming file and line) "
+                                         "instead of dropping it as 'undecodable'."})
     language_filter: bool = field(default=True, metadata={"help": "Drop translations langid puts in another language."})
     seed: int = field(default=0, metadata={"help": "Random seed (generation is deterministic with beam search)."})
     device: str | None = field(default=None, metadata={"help": "torch device; default: the Accelerate device."})

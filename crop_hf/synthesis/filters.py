@@ -6,6 +6,8 @@ reason of the first filter that failed, and the reason is counted in the run's s
 ========================  ===============================================================
 reason                    dropped because
 ========================  ===============================================================
+``undecodable``           the input line is not valid UTF-8 (its file and line are logged;
+                          ``strict_input`` stops the run instead)
 ``wrong_language_source`` the translation into the source language is identified as another
                           language (langid, restricted to the languages of the run)
 ``wrong_language_target`` the labeled back-translation is identified as another language
@@ -31,6 +33,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["REASONS", "STATISTICS_COLUMNS", "LanguageIdFilter"]
 
 REASONS: tuple[str, ...] = (
+    "undecodable",
     "wrong_language_source",
     "wrong_language_target",
     "too_long",

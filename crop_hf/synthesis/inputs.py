@@ -3,16 +3,51 @@
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["iter_raw_sentences", "shards_of"]
+logger = logging.getLogger(__name__)
+
+__all__ = ["UndecodableLine", "iter_raw_sentences", "shards_of"]
 
 
-def _read_lines(path: Path) -> Iterator[str]:
-    with path.open(encoding="utf-8-sig") as handle:  # tolerate a BOM
-        for line in handle:
+class UndecodableLine(str):
+    """Stands in a sentence stream for a line that is not valid UTF-8, so that it is dropped and counted.
+
+    It is an empty string (nothing of the broken line is guessed at) that knows where it came
+    from; synthesis drops it with the reason ``undecodable``.
+    """
+
+    where: str
+
+    def __new__(cls, where: str) -> UndecodableLine:
+        line = super().__new__(cls, "")
+        line.where = where
+        return line
+
+
+def _read_lines(path: Path, strict: bool = False) -> Iterator[str]:
+    """Whitespace-normalised non-blank lines of a UTF-8 file (a BOM is tolerated).
+
+    A line that is not valid UTF-8 is logged with its file and line and yields an
+    :class:`UndecodableLine`, or, with ``strict``, stops the run with an error naming both.
+    """
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                where = f"{path}:{number}"
+                message = f"{where}: not valid UTF-8 ({error.reason} at byte {error.start})"
+                if strict:
+                    raise ValueError(f"{message}; fix the file, or run without strict_input to drop such lines") from None
+                logger.warning("%s; the line is dropped (reason 'undecodable')", message)
+                yield UndecodableLine(where)
+                continue
             text = " ".join(line.split())
             if text:
                 yield text
@@ -30,7 +65,7 @@ def _from_rows(rows: Iterable[dict[str, Any]], column: str | None) -> Iterator[s
             yield text
 
 
-def _from_string(text: str, lang: str, text_column: str | None) -> Iterator[str]:
+def _from_string(text: str, lang: str, text_column: str | None, strict: bool = False) -> Iterator[str]:
     from crop_hf.data import BUILDERS
     from crop_hf.data.sources import parse_source_spec
 
@@ -41,7 +76,7 @@ def _from_string(text: str, lang: str, text_column: str | None) -> Iterator[str]
             path = path / f"{lang}.txt"
         if not path.is_file():
             raise FileNotFoundError(f"no raw sentences for {lang!r}: {path} does not exist")
-        return _read_lines(path)
+        return _read_lines(path, strict)
     if spec.kind == "hub":
         import datasets
 
@@ -54,7 +89,7 @@ def _from_string(text: str, lang: str, text_column: str | None) -> Iterator[str]
 
 
 def iter_raw_sentences(source: Any, lang: str, *, text_column: str | None = None,
-                       limit: int | None = None) -> Iterator[str]:
+                       limit: int | None = None, strict: bool = False) -> Iterator[str]:
     """Yield the raw sentences of ``lang`` from ``source``, whitespace-normalised, blank ones skipped.
 
     ``source`` is one of:
@@ -67,14 +102,16 @@ def iter_raw_sentences(source: Any, lang: str, *, text_column: str | None = None
       ``"xtreme40?data_dir=/data/panx"``; the config defaults to ``lang``) or a Hub dataset
       (``"hub:NAME:{lang}"``): the sentences of its ``train`` split, streamed, labels ignored.
 
-    Nothing is held in memory: lines are read as they are consumed.
+    Nothing is held in memory: lines are read as they are consumed. A text-file line that is not
+    valid UTF-8 comes out as an :class:`UndecodableLine` (dropped and counted by synthesis), or,
+    with ``strict``, raises ``ValueError`` naming the file and line.
     """
     if isinstance(source, dict):
         if lang not in source:
             raise KeyError(f"no input for language {lang!r}; have {sorted(source)}")
         source = source[lang]
     if isinstance(source, (str, Path)):
-        sentences = _from_string(str(source).replace("{lang}", lang), lang, text_column)
+        sentences = _from_string(str(source).replace("{lang}", lang), lang, text_column, strict)
     else:
         sentences = _from_rows(source, text_column)
     return itertools.islice(sentences, limit)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shlex
@@ -87,11 +88,15 @@ class SynthesisRunner:
 
     def _shards(self, lang: str) -> Iterator[tuple[int, list[str]]]:
         source = self._inputs if self._inputs is not None else self.config.input
-        sentences = iter_raw_sentences(source, lang, limit=self.config.max_sentences)
+        sentences = iter_raw_sentences(source, lang, limit=self.config.max_sentences, strict=self.config.strict_input)
         return shards_of(sentences, self.config.shard_size)
 
     def run(self) -> SynthesisResult:
         """Process every unfinished shard of this process, then (main process) merge and write the card."""
+        with _own_progress_only():
+            return self._run()
+
+    def _run(self) -> SynthesisResult:
         state = _state()
         if state.is_main_process:
             self.store.prepare()
@@ -194,6 +199,29 @@ def _state():
     # Unlike Accelerator, PartialState does not read ACCELERATE_USE_CPU itself; without it, CPU
     # processes started by torchrun would each believe they are alone.
     return PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
+
+
+@contextlib.contextmanager
+def _own_progress_only():
+    """During a run: no ``datasets`` "Generating"/"Saving" bars, and a library warning repeated per batch said once."""
+    import warnings
+
+    import datasets
+    from datasets.utils import logging as datasets_logging
+
+    was_disabled = datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
+    verbosity = datasets_logging.get_verbosity()
+    datasets_logging.set_verbosity_error()
+    try:
+        with warnings.catch_warnings():
+            # transformers' token-classification pipeline warns on every call with a SentencePiece tokenizer.
+            warnings.filterwarnings("once", message="Tokenizer does not support real words")
+            yield
+    finally:
+        datasets_logging.set_verbosity(verbosity)
+        if not was_disabled:
+            datasets.enable_progress_bars()
 
 
 def _describe(inputs: Any) -> Any:

@@ -26,6 +26,7 @@ from typing import Any
 from crop_hf.labels import LabelSet
 from crop_hf.synthesis.config import SynthesisConfig
 from crop_hf.synthesis.filters import LanguageIdFilter
+from crop_hf.synthesis.inputs import UndecodableLine
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +92,9 @@ def process_shard(
 
     marker_style = getattr(models.translator, "marker_style", None)
     for record in records:
-        if len(record["text"].split()) > config.max_words:
+        if isinstance(record["text"], UndecodableLine):
+            drop(record, "undecodable")
+        elif len(record["text"].split()) > config.max_words:
             drop(record, "too_long")
         elif marker_style is not None and marker_style.find(record["text"]):
             drop(record, "contains_marker")  # the translator would refuse it, and its labels could not be trusted
