@@ -44,7 +44,7 @@ def test_strings_empty_pairs_and_bad_tokens():
     source, target = toy_corpus(60, seed=1)
     source_text = [" ".join(words) for words in source] + ["", "red cat"]
     target_text = [" ".join(words) for words in target] + ["gato", ""]
-    result = EflomalAligner().align(source_text, target_text, symmetrization="intersection")
+    result = EflomalAligner(symmetrization="intersection").align(source_text, target_text)
     assert len(result) == 62
     assert result[:60] == [GOLD] * 60
     assert result[60:] == [[], []]
@@ -52,3 +52,5 @@ def test_strings_empty_pairs_and_bad_tokens():
         EflomalAligner().align([["x"], ["a b"]], [["y"], ["z"]])
     with pytest.raises(ValueError, match="eflomal model must be"):
         EflomalAligner(model=4)
+    with pytest.raises(ValueError, match="unknown symmetrization"):
+        EflomalAligner(symmetrization="grow-diagonal")

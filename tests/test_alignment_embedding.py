@@ -51,7 +51,7 @@ def test_a_sentence_aligns_to_itself_on_the_diagonal(aligner):
     # Identical inputs give identical vectors, so every word's most similar partner is itself.
     sentences = [s.split() for s in SOURCE if len(set(s.split())) == len(s.split())]
     for method in ("argmax", "itermax", "match"):
-        for words, pairs in zip(sentences, aligner.align(sentences, sentences, method), strict=True):
+        for words, pairs in zip(sentences, aligner.align_methods(sentences, sentences, [method])[method], strict=True):
             assert pairs == [(i, i) for i in range(len(words))], method
 
 
@@ -60,31 +60,33 @@ def test_aligns_words_not_subwords(aligner):
     assert len(aligner.tokenizer.tokenize("Gothenburg")) > 3
     for pairs in aligner.align_methods([source], [target], ["argmax", "itermax", "match", "fwd", "rev"]).values():
         assert all(0 <= i < 2 and 0 <= j < 3 for i, j in pairs[0])
-    forward = aligner.align([source], [target], "fwd")[0]
+    forward = aligner.align_methods([source], [target], ["fwd"])["fwd"][0]
     assert {i for i, _ in forward} == {0, 1}  # every source word has a forward link
 
 
 def test_empty_sentences_and_words_without_subwords(aligner):
     source = [[], ["Paris"], ["a", "\u200b", "Paris"]]
     target = [["Paris"], [], ["Paris", "a"]]
-    result = aligner.align(source, target, "itermax")
+    result = aligner.align(source, target)  # itermax, the default
     assert result[0] == [] and result[1] == []
     assert all(i != 1 for i, _ in result[2])  # the zero-width space has no subwords: unaligned
-    assert aligner.align([], [], "argmax") == []
+    assert aligner.align([], []) == []
 
 
 def test_long_sentences_are_cut_with_a_warning(tiny_bert, caplog):
-    short = EmbeddingAligner(tiny_bert, layer=1, max_length=8)
+    short = EmbeddingAligner(tiny_bert, layer=1, max_length=8, method="argmax")
     words = ["Angela", "Merkel", "visited", "the", "old", "harbour", "of", "Gothenburg", "yesterday"]
     with caplog.at_level(logging.WARNING, logger="crop_hf.alignment.embedding"):
-        pairs = short.align([words], [words], "argmax")[0]
+        pairs = short.align([words], [words])[0]
     assert "longer than 8 subwords" in caplog.text
     assert pairs and max(i for i, _ in pairs) < 4  # 6 subwords fit: only the first words align
 
 
 def test_bad_arguments_are_reported(tiny_bert, aligner):
     with pytest.raises(ValueError, match="unknown alignment method"):
-        aligner.align(["a"], ["b"], "best")
+        EmbeddingAligner(tiny_bert, method="best")
+    with pytest.raises(ValueError, match="unknown alignment method"):
+        aligner.align_methods(["a"], ["b"], ["best"])
     with pytest.raises(ValueError, match="2 source sentences but 1 target"):
         aligner.align(["a", "b"], ["c"])
     with pytest.raises(ValueError, match="layer 9 does not exist"):

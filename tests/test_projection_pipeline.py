@@ -73,9 +73,9 @@ def test_alignment_through_the_pipeline_factory(tiny_bert):
                          device="cpu")
     assert isinstance(projector, ProjectionPipeline) and isinstance(projector.aligner, EmbeddingAligner)
     outputs = projector(ALIGNMENT_INPUTS, batch_size=2)
-    aligner = EmbeddingAligner(tiny_bert, layer=2)
+    aligner = EmbeddingAligner(tiny_bert, layer=2, method="argmax")
     alignments = aligner.align([e["source_tokens"] for e in ALIGNMENT_INPUTS],
-                               [e["target"].split() for e in ALIGNMENT_INPUTS], "argmax")
+                               [e["target"].split() for e in ALIGNMENT_INPUTS])
     for example, alignment, output in zip(ALIGNMENT_INPUTS, alignments, outputs, strict=True):
         expected = project_alignment(example["source_tokens"], example["source_tags"], example["target"], alignment)
         assert output == expected.to_dict()

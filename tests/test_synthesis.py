@@ -121,7 +121,7 @@ def test_other_projection_methods_label_the_same_sentences(raw_dir, tmp_path, pr
     template = str(raw_dir / "{lang}.txt")
     lexical = synthesize(fake_config(template, str(tmp_path / "lexical")), models=fake_models())
     models = fake_models()
-    other = synthesize(fake_config(template, str(tmp_path / projection), projection=projection,
+    other = synthesize(fake_config(template, str(tmp_path / projection), method=projection,
                                    alignment_model="fake-aligner"), models=models)
     # The identity translation makes every method right, so all must agree with exact matching;
     # alignment projection skips the back-translation, so its broken-marker sentence is kept too.
@@ -318,7 +318,7 @@ def test_push_to_hub_sends_the_data_then_the_card(raw_dir, tmp_path, monkeypatch
     [
         ({"target_langs": []}, "at least one target language"),
         ({"target_langs": ["en"]}, "cannot also be a target"),
-        ({"projection": "alignment"}, "needs alignment_model"),
+        ({"method": "alignment"}, "needs alignment_model"),
         ({"shard_size": 0}, "shard_size must be at least 1"),
         ({"num_beams": 2, "num_return_sequences": 3}, "cannot exceed num_beams"),
     ],

@@ -7,8 +7,11 @@
 * :func:`symmetrize` — intersection, union, grow, grow-diag, grow-diag-final(-and)
   (:mod:`crop_hf.alignment.symmetrize`).
 
-Every aligner returns, per sentence pair, a sorted list of ``(source_word, target_word)``
-index pairs: the Pharaoh ``i-j`` format as Python tuples (:func:`to_pharaoh` writes the text).
+Every aligner has one method, ``align(source, target) -> list[Alignment]``, with its settings
+(layer, SimAlign method, symmetrization) fixed when it is built, so callers never check which
+aligner they hold. An alignment is, per sentence pair, a sorted list of ``(source_word,
+target_word)`` index pairs: the Pharaoh ``i-j`` format as Python tuples (:func:`to_pharaoh`
+writes the text).
 Importing this package loads neither torch nor eflomal; each aligner imports what it needs.
 """
 

@@ -24,7 +24,13 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from crop_hf.alignment.symmetrize import Alignment, SymmetrizationMethod, parse_pharaoh, symmetrize
+from crop_hf.alignment.symmetrize import (
+    SYMMETRIZATION_METHODS,
+    Alignment,
+    SymmetrizationMethod,
+    parse_pharaoh,
+    symmetrize,
+)
 
 __all__ = ["EflomalAligner"]
 
@@ -50,6 +56,7 @@ class EflomalAligner:
         n_samplers: independent samplers averaged by eflomal.
         rel_iterations: scales eflomal's default iteration counts.
         null_prior: prior probability of a NULL link.
+        symmetrization: how :meth:`align` joins the two directions (default grow-diag-final-and, as CSTOP).
     """
 
     def __init__(
@@ -60,9 +67,14 @@ class EflomalAligner:
         n_samplers: int = 3,
         rel_iterations: float = 1.0,
         null_prior: float = 0.2,
+        symmetrization: SymmetrizationMethod = "grow-diag-final-and",
     ) -> None:
         if model not in {1, 2, 3}:
             raise ValueError(f"eflomal model must be 1 (IBM1), 2 (HMM) or 3 (HMM + fertility), got {model}")
+        if symmetrization not in SYMMETRIZATION_METHODS:
+            raise ValueError(f"unknown symmetrization {symmetrization!r}; expected one of "
+                             f"{', '.join(SYMMETRIZATION_METHODS)}")
+        self.symmetrization = symmetrization
         self.options = {
             "model": model,
             "n_iterations": n_iterations,
@@ -102,12 +114,7 @@ class EflomalAligner:
         logger.info("eflomal aligned %d sentence pairs (%d empty skipped)", len(kept), len(source_lines) - len(kept))
         return forward, reverse
 
-    def align(
-        self,
-        source: Sequence[Words],
-        target: Sequence[Words],
-        symmetrization: SymmetrizationMethod = "grow-diag-final-and",
-    ) -> list[Alignment]:
+    def align(self, source: Sequence[Words], target: Sequence[Words]) -> list[Alignment]:
         """Align ``source[k]`` with ``target[k]`` for every k and symmetrize the two directions."""
         forward, reverse = self.align_directions(source, target)
-        return [symmetrize(f, r, symmetrization) for f, r in zip(forward, reverse, strict=True)]
+        return [symmetrize(f, r, self.symmetrization) for f, r in zip(forward, reverse, strict=True)]

@@ -73,6 +73,7 @@ class EmbeddingAligner:
         token_type: ``"bpe"`` aligns subwords and maps the links to words (SimAlign's default);
             ``"word"`` averages each word's subword vectors first.
         distortion: SimAlign's positional prior (0 disables it).
+        method: what :meth:`align` uses: ``"itermax"`` (SimAlign's best, default), ``"argmax"`` or ``"match"``.
         batch_size: sentence pairs per forward pass.
         device: where to run; defaults to the model's device.
         max_length: subwords per sentence (default: the tokenizer's or the model's limit).
@@ -86,6 +87,7 @@ class EmbeddingAligner:
         layer: int = 8,
         token_type: Literal["bpe", "word"] = "bpe",
         distortion: float = 0.0,
+        method: str = "itermax",
         batch_size: int = 64,
         device=None,
         max_length: int | None = None,
@@ -106,6 +108,9 @@ class EmbeddingAligner:
             raise ValueError(f"layer {layer} does not exist: the model has hidden states 0..{layers}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if method not in EMBEDDING_METHODS:
+            raise ValueError(f"unknown alignment method {method!r}; expected one of {sorted(EMBEDDING_METHODS)}")
+        self.method = method
         self.model = model.eval()
         if device is not None:
             self.model.to(device)
@@ -134,15 +139,14 @@ class EmbeddingAligner:
         self,
         source: Sequence[Words],
         target: Sequence[Words],
-        method: str = "itermax",
         *,
         show_progress: bool = False,
     ) -> list[Alignment]:
-        """Align each ``source[k]`` with ``target[k]``; sentences are word lists or whitespace-split strings.
+        """Align each ``source[k]`` with ``target[k]`` with :attr:`method`; sentences are word lists or strings.
 
         Returns one sorted list of ``(source_word, target_word)`` pairs per sentence pair.
         """
-        return self.align_methods(source, target, (method,), show_progress=show_progress)[method]
+        return self.align_methods(source, target, (self.method,), show_progress=show_progress)[self.method]
 
     def align_methods(
         self,

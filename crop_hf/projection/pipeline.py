@@ -42,8 +42,6 @@ from __future__ import annotations
 import collections.abc
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from torch.utils.data import Dataset as TorchDataset
 from transformers import Pipeline
@@ -51,30 +49,18 @@ from transformers import Pipeline
 from crop_hf import _registration
 from crop_hf.alignment.embedding import EmbeddingAligner
 from crop_hf.alignment.symmetrize import parse_pharaoh
-from crop_hf.projection.alignment import project_alignment, source_spans
-from crop_hf.projection.fuzzy import project_fuzzy
-from crop_hf.projection.lexical import project_lexical
-from crop_hf.projection.target import Normalizer, TargetSentence, tokenize_target
+from crop_hf.projection.alignment import source_spans
+from crop_hf.projection.methods import PROJECTION_METHODS, ProjectionExample, align_missing, get_method
+from crop_hf.projection.target import tokenize_target
 
 __all__ = ["PROJECTION_METHODS", "ProjectionPipeline"]
 
 logger = logging.getLogger(__name__)
 
-PROJECTION_METHODS = ("lexical", "fuzzy", "alignment")
-
 _PREPROCESS = ("method", "lang", "tokenization", "label_names", "scheme")
-_FORWARD = ("method", "align_method")
-_POSTPROCESS = ("method", "ignore_case", "nfkc", "strip_punctuation", "repeated", "threshold", "fill_gaps",
-                "drop_incomplete")
-
-
-@dataclass
-class _Example:
-    sentence: TargetSentence
-    entities: Any = None
-    source_tokens: list[str] | None = None
-    source_spans: list = field(default_factory=list)
-    alignment: list[tuple[int, int]] | None = None
+_FORWARD = ("method",)
+#: every option some projection method takes (each method checks its own)
+_POSTPROCESS = ("method", *sorted({option for m in PROJECTION_METHODS.values() for option in m.options}))
 
 
 class _Rows(TorchDataset):
@@ -106,7 +92,7 @@ class ProjectionPipeline(Pipeline):
             :class:`~crop_hf.alignment.EflomalAligner`).
         layer, token_type, distortion: of the embedding aligner built from ``model`` (SimAlign's
             defaults: layer 8, ``"bpe"``, 0).
-        align_method: ``"itermax"`` (default), ``"argmax"``, ``"match"``, ...
+        align_method: the embedding aligner's method, ``"itermax"`` (default), ``"argmax"``, ``"match"``.
         lang, tokenization: target language / ``"auto"``, ``"whitespace"``, ``"characters"``.
         ignore_case, nfkc, strip_punctuation, repeated, threshold: lexical and fuzzy matching options
             (:func:`~crop_hf.projection.project_lexical`, :func:`~crop_hf.projection.project_fuzzy`).
@@ -132,6 +118,7 @@ class ProjectionPipeline(Pipeline):
         layer: int = 8,
         token_type: str = "bpe",
         distortion: float = 0.0,
+        align_method: str = "itermax",
         **kwargs,
     ) -> None:
         kwargs.setdefault("method", "lexical")
@@ -144,7 +131,8 @@ class ProjectionPipeline(Pipeline):
         if aligner is None and model is not None:
             if tokenizer is None:
                 raise ValueError("alignment with a model needs its tokenizer: pass tokenizer=...")
-            aligner = EmbeddingAligner(model, tokenizer, layer=layer, token_type=token_type, distortion=distortion)
+            aligner = EmbeddingAligner(model, tokenizer, layer=layer, token_type=token_type, distortion=distortion,
+                                       method=align_method)
         self.aligner = aligner
 
     def _init_without_model(self, tokenizer=None, *, task: str = "projection", device=None, **kwargs) -> None:
@@ -174,8 +162,8 @@ class ProjectionPipeline(Pipeline):
         if unknown:
             raise TypeError(f"unknown projection option(s) {unknown}; expected some of {sorted(known)}")
         method = kwargs.get("method")
-        if method is not None and method not in PROJECTION_METHODS:
-            raise ValueError(f"method must be one of {PROJECTION_METHODS}, got {method!r}")
+        if method is not None:
+            get_method(method)
         preprocess, forward, postprocess = (
             {name: kwargs[name] for name in names if name in kwargs} for names in (_PREPROCESS, _FORWARD, _POSTPROCESS)
         )
@@ -190,8 +178,8 @@ class ProjectionPipeline(Pipeline):
                              "lexical/fuzzy, 'translation' or 'entities'; for alignment, 'source_tokens' and "
                              f"'source_tags'; got {type(inputs).__name__}")
         sentence = tokenize_target(inputs["target"], inputs.get("lang") or lang, tokenization)
-        example = _Example(sentence)
-        if method in {"lexical", "fuzzy"}:
+        example = ProjectionExample(sentence)
+        if not get_method(method).uses_alignment:
             example.entities = inputs.get("translation", inputs.get("entities"))
             if example.entities is None:
                 raise ValueError(f"{method} projection needs 'translation' (the labeled-translation output) or "
@@ -210,46 +198,22 @@ class ProjectionPipeline(Pipeline):
             example.alignment = parse_pharaoh(alignment) if isinstance(alignment, str) else [tuple(p) for p in alignment]
         return {"example": example}
 
-    def _forward(self, model_inputs, method="lexical", align_method="itermax") -> dict:
+    def _forward(self, model_inputs, method="lexical") -> dict:
         examples = model_inputs["example"]
         if not isinstance(examples, list):
             examples = [examples]
-        if method == "alignment":
-            todo = [ex for ex in examples if ex.alignment is None]
-            if todo:
-                if self.aligner is None:
-                    raise ValueError("alignment projection needs an 'alignment' in each input or an aligner: build "
-                                     "the pipeline with pipeline('projection', model=<encoder>) or aligner=...")
-                if any(ex.source_tokens is None for ex in todo):
-                    raise ValueError("aligning needs 'source_tokens' in every input without an 'alignment'")
-                source = [ex.source_tokens for ex in todo]
-                target = [ex.sentence.tokens for ex in todo]
-                if isinstance(self.aligner, EmbeddingAligner):
-                    alignments = self.aligner.align(source, target, method=align_method)
-                else:
-                    alignments = self.aligner.align(source, target)
-                for ex, pairs in zip(todo, alignments, strict=True):
-                    ex.alignment = list(pairs)
+        if get_method(method).uses_alignment:
+            align_missing(examples, self.aligner)  # the whole batch in one aligner call
         return {"example": examples}
 
-    def postprocess(self, model_outputs, method="lexical", ignore_case=False, nfkc=True, strip_punctuation=True,
-                    repeated="all", threshold=80.0, fill_gaps=0, drop_incomplete=None) -> dict:
+    def postprocess(self, model_outputs, method="lexical", **options) -> dict:
         example = model_outputs["example"]
         if isinstance(example, list):
             (example,) = example
-        if drop_incomplete is None:
-            drop_incomplete = method != "alignment"
-        if method == "alignment":
-            result = project_alignment(example.source_tokens, example.source_spans, example.sentence,
-                                       example.alignment, fill_gaps=fill_gaps, drop_incomplete=drop_incomplete)
-        else:
-            normalizer = Normalizer(nfkc=nfkc, ignore_case=ignore_case, strip_punctuation=strip_punctuation)
-            options = {"normalizer": normalizer, "repeated": repeated, "drop_incomplete": drop_incomplete}
-            if method == "fuzzy":
-                result = project_fuzzy(example.sentence, example.entities, threshold=threshold, **options)
-            else:
-                result = project_lexical(example.sentence, example.entities, **options)
-        return result.to_dict()
+        chosen = get_method(method)
+        options = {name: value for name, value in options.items() if name in chosen.options}
+        options.setdefault("drop_incomplete", chosen.drop_incomplete)
+        return chosen.function(example, **options).to_dict()
 
     # -- batching ---------------------------------------------------------------------------
 

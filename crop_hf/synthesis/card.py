@@ -48,7 +48,7 @@ def synthesis_card(
         pretty_name=data.pretty_name,
         languages=languages,
         source_lang=config.source_lang,
-        projection=config.projection,
+        method=config.method,
         mt_model=config.mt_model,
         mt_revision=config.mt_revision,
         ner_model=config.ner_model,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 __all__ = ["RESULT_FIELDS", "SynthesisConfig"]
 
@@ -33,11 +33,13 @@ class SynthesisConfig:
         metadata={"help": "Source-language NER model (token classification)."},
     )
     ner_revision: str | None = field(default=None, metadata={"help": "Hub revision of the NER model."})
-    projection: Literal["lexical", "fuzzy", "alignment"] = field(
-        default="lexical", metadata={"help": "How labels reach the raw sentence (CroP: lexical)."}
+    method: str = field(
+        default="lexical",
+        metadata={"help": "Projection method: how labels reach the raw sentence (lexical, as CroP; fuzzy; "
+                          "alignment, CSTOP's translate-and-align; see crop_hf.projection.methods)."},
     )
     alignment_model: str | None = field(
-        default=None, metadata={"help": "Encoder for projection='alignment' (e.g. bert-base-multilingual-cased)."}
+        default=None, metadata={"help": "Encoder for method='alignment' (e.g. bert-base-multilingual-cased)."}
     )
     batch_size: int = field(default=16, metadata={"help": "Sentences per translation/tagging batch."})
     num_beams: int = field(default=5, metadata={"help": "Beam size of both translations."})
@@ -63,8 +65,10 @@ class SynthesisConfig:
             raise ValueError("give at least one target language")
         if self.source_lang in self.target_langs:
             raise ValueError(f"the source language {self.source_lang!r} cannot also be a target language")
-        if self.projection == "alignment" and not self.alignment_model:
-            raise ValueError("projection='alignment' needs alignment_model (an encoder such as mBERT)")
+        from crop_hf.projection.methods import get_method
+
+        if get_method(self.method).uses_alignment and not self.alignment_model:
+            raise ValueError(f"method={self.method!r} needs alignment_model (an encoder such as mBERT)")
         for name in ("batch_size", "num_beams", "num_return_sequences", "max_words", "shard_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -81,7 +85,7 @@ class SynthesisConfig:
 #: language has its own shard folder and its language filter only involves that language and the
 #: source language), device and show_progress.
 RESULT_FIELDS: tuple[str, ...] = (
-    "input", "source_lang", "mt_model", "mt_revision", "ner_model", "ner_revision", "projection",
+    "input", "source_lang", "mt_model", "mt_revision", "ner_model", "ner_revision", "method",
     "alignment_model", "batch_size", "num_beams", "num_return_sequences", "max_new_tokens", "max_words",
     "max_sentences", "shard_size", "language_filter", "seed",
 )

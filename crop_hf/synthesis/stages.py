@@ -8,7 +8,7 @@ For each raw target sentence (CroP, Figure 1):
 3. translate the labeled translation back into the target language with boundary markers,
    trying further beam hypotheses when markers break;
 4. project the translated entities onto the raw sentence (lexical, fuzzy) — or, with
-   ``projection="alignment"``, project the source spans directly through a word alignment of the
+   ``method="alignment"``, project the source spans directly through a word alignment of the
    source translation and the raw sentence (CSTOP's translate-and-align), skipping step 3;
 5. filter (see :mod:`crop_hf.synthesis.filters`): cheap filters run before expensive stages, so
    a sentence that is too long is never translated.
@@ -24,6 +24,8 @@ from functools import partial
 from typing import Any
 
 from crop_hf.labels import LabelSet
+from crop_hf.projection import tokenize_target
+from crop_hf.projection.methods import ProjectionExample, get_method, project_examples, word_spans
 from crop_hf.synthesis.config import SynthesisConfig
 from crop_hf.synthesis.filters import LanguageIdFilter
 from crop_hf.synthesis.inputs import UndecodableLine
@@ -40,7 +42,7 @@ class SynthesisModels:
     Build it with :meth:`load` from a :class:`~crop_hf.synthesis.config.SynthesisConfig`, or pass
     already constructed pipelines (``translator``: ``labeled-translation``; ``tagger``:
     ``token-classification`` with an aggregation strategy; ``aligner``: an
-    :class:`~crop_hf.alignment.EmbeddingAligner` for ``projection="alignment"``).
+    :class:`~crop_hf.alignment.EmbeddingAligner` for ``method="alignment"``).
     """
 
     translator: Any
@@ -57,7 +59,7 @@ class SynthesisModels:
         tagger = pipeline("token-classification", model=config.ner_model, revision=config.ner_revision,
                           aggregation_strategy="first", device=device)
         aligner = None
-        if config.projection == "alignment":
+        if get_method(config.method).uses_alignment:
             from crop_hf.alignment import EmbeddingAligner
 
             aligner = EmbeddingAligner(config.alignment_model, batch_size=config.batch_size, device=device)
@@ -80,7 +82,6 @@ def process_shard(
     ``on_stage`` is called with each stage's name as it starts (progress display).
     """
     stage = on_stage or (lambda name: None)
-    from crop_hf.projection import project_fuzzy, project_lexical
 
     src = config.source_lang
     records = [{"text": text, "lang": lang, "source_translation": "", "labeled_translation": "",
@@ -120,9 +121,15 @@ def process_shard(
             drop(record, "all_o")
     alive = [r for r in alive if r["reason"] is None]
 
-    if config.projection == "alignment":
+    method = get_method(config.method)
+    if method.uses_alignment:
+        # CSTOP's translate-and-align: the source spans reach the raw sentence through word links.
         stage("align")
-        _project_by_alignment(alive, lang, models)
+        examples = []
+        for record in alive:
+            source = tokenize_target(record["source_translation"], None, "whitespace")
+            examples.append(ProjectionExample(tokenize_target(record["text"], lang), source_tokens=source.tokens,
+                                              source_spans=word_spans(source, record["source_entities"])))
     else:
         # 3. back-translate with markers
         stage("back-translate")
@@ -137,12 +144,14 @@ def process_shard(
                 drop(record, "markers_incomplete")
             elif language_filter and not language_filter.accepts(output["translation"], lang):
                 drop(record, "wrong_language_target")
-        # 4. project onto the raw sentence
-        stage("project")
-        project = project_fuzzy if config.projection == "fuzzy" else project_lexical
-        for record in alive:
-            if record["reason"] is None:
-                record["projection"] = project(record["text"], record["translated_entities"], lang=lang)
+        alive = [r for r in alive if r["reason"] is None]
+        examples = [ProjectionExample(tokenize_target(r["text"], lang), entities=r["translated_entities"])
+                    for r in alive]
+    # 4. project onto the raw sentence (the registry's method; CroP drops incomplete sentences)
+    stage("project")
+    results = project_examples(config.method, examples, aligner=models.aligner, drop_incomplete=True)
+    for record, result in zip(alive, results, strict=True):
+        record["projection"] = result
     # 5. the projection filters
     for record in records:
         projection = record.get("projection")
@@ -199,34 +208,6 @@ def _entity_spans(text: str, entities: list[dict]) -> list[dict]:
         if start < end and (not spans or start >= spans[-1]["end"]):
             spans.append({"start": start, "end": end, "label": entity["entity_group"]})
     return spans
-
-
-def _project_by_alignment(records: list[dict], lang: str, models: SynthesisModels) -> None:
-    """CSTOP's translate-and-align: source spans reach the raw sentence through word links."""
-    from crop_hf.labels import Span, spans_to_tags
-    from crop_hf.projection import project_alignment, tokenize_target
-
-    if not records:
-        return
-    sources = [tokenize_target(r["source_translation"], None, "whitespace") for r in records]
-    targets = [tokenize_target(r["text"], lang) for r in records]
-    links = models.aligner.align([s.tokens for s in sources], [t.tokens for t in targets])
-    for record, source, target, alignment in zip(records, sources, targets, links, strict=True):
-        spans = []
-        for entity in record["source_entities"]:
-            words = [i for i, (a, b) in enumerate(source.offsets) if a < entity["end"] and b > entity["start"]]
-            if words:
-                spans.append(Span(words[0], words[-1] + 1, entity["label"]))
-        tags = spans_to_tags(_disjoint(spans), len(source.tokens))
-        record["projection"] = project_alignment(source.tokens, tags, target, alignment, drop_incomplete=True)
-
-
-def _disjoint(spans: list) -> list:
-    kept = []
-    for span in sorted(spans):
-        if not kept or span.start >= kept[-1].end:
-            kept.append(span)
-    return kept
 
 
 def _rows(records: list[dict], labels: LabelSet) -> tuple[list[dict], list[dict], Counter]:

@@ -1,0 +1,175 @@
+"""The projection methods, one row each: what the ``projection`` pipeline and corpus synthesis both call.
+
+A method takes a :class:`ProjectionExample` (the target sentence plus what the method reads:
+translated entities for ``lexical``/``fuzzy``, labeled source words and an alignment for
+``alignment``) and options, and returns a :class:`~crop_hf.projection.ProjectionResult`.
+:func:`project_examples` runs one method over a batch, aligning in one go the examples that
+have no alignment yet (eflomal and embedding aligners both work best on many pairs at once).
+
+A new method is one :class:`ProjectionMethod` row in :data:`PROJECTION_METHODS`; callers never
+switch on method names.
+
+>>> from crop_hf.projection.methods import ProjectionExample, project_examples
+>>> from crop_hf.projection import tokenize_target
+>>> example = ProjectionExample(tokenize_target("Ich wohne in Göteborg ."), entities=[("Göteborg", "LOC")])
+>>> project_examples("lexical", [example])[0].tags
+['O', 'O', 'O', 'B-LOC', 'O']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from crop_hf.labels import Span
+from crop_hf.projection.alignment import project_alignment
+from crop_hf.projection.fuzzy import project_fuzzy
+from crop_hf.projection.lexical import project_lexical
+from crop_hf.projection.result import ProjectionResult
+from crop_hf.projection.target import Normalizer, TargetSentence
+
+__all__ = [
+    "PROJECTION_METHODS",
+    "ProjectionExample",
+    "ProjectionMethod",
+    "align_missing",
+    "get_method",
+    "project_examples",
+    "word_spans",
+]
+
+
+@dataclass
+class ProjectionExample:
+    """One sentence to project onto: the tokenized target and what the method reads."""
+
+    target: TargetSentence
+    #: lexical/fuzzy: a labeled-translation output, its ``entities`` list, or ``(text, label)`` pairs
+    entities: Any = None
+    #: alignment: the source words, their entity spans, and ``(source, target)`` word links if known
+    source_tokens: list[str] | None = None
+    source_spans: list[Span] = field(default_factory=list)
+    alignment: list[tuple[int, int]] | None = None
+
+
+@dataclass(frozen=True)
+class ProjectionMethod:
+    """A projection method: its function, the options it takes, and what it needs."""
+
+    name: str
+    function: Callable[..., ProjectionResult]
+    #: option names the method accepts (others are an error naming them)
+    options: tuple[str, ...]
+    #: whether it reads source spans through a word alignment (else translated entities)
+    uses_alignment: bool
+    #: CroP drops sentences whose entities are not all found; CSTOP keeps every translation
+    drop_incomplete: bool
+
+
+_MATCHING_OPTIONS = ("ignore_case", "nfkc", "strip_punctuation", "repeated", "drop_incomplete")
+
+
+def _normalized(options: dict[str, Any]) -> dict[str, Any]:
+    """Matching options with ``ignore_case``/``nfkc``/``strip_punctuation`` folded into a :class:`Normalizer`."""
+    switches = {name: options.pop(name) for name in ("ignore_case", "nfkc", "strip_punctuation") if name in options}
+    if switches:
+        options["normalizer"] = Normalizer(**switches)
+    return options
+
+
+def _lexical(example: ProjectionExample, **options) -> ProjectionResult:
+    return project_lexical(example.target, example.entities, **_normalized(options))
+
+
+def _fuzzy(example: ProjectionExample, **options) -> ProjectionResult:
+    return project_fuzzy(example.target, example.entities, **_normalized(options))
+
+
+def _alignment(example: ProjectionExample, **options) -> ProjectionResult:
+    if example.alignment is None:
+        raise ValueError("alignment projection needs an alignment for every example (see align_missing)")
+    return project_alignment(example.source_tokens, example.source_spans, example.target, example.alignment,
+                             **options)
+
+
+#: name -> method. ``method=`` everywhere (pipeline, synthesis, commands) is a key of this table.
+PROJECTION_METHODS: dict[str, ProjectionMethod] = {
+    method.name: method
+    for method in (
+        ProjectionMethod("lexical", _lexical, _MATCHING_OPTIONS, uses_alignment=False, drop_incomplete=True),
+        ProjectionMethod("fuzzy", _fuzzy, (*_MATCHING_OPTIONS, "threshold"), uses_alignment=False,
+                         drop_incomplete=True),
+        ProjectionMethod("alignment", _alignment, ("fill_gaps", "drop_incomplete"), uses_alignment=True,
+                         drop_incomplete=False),
+    )
+}
+
+
+def get_method(name: str) -> ProjectionMethod:
+    """The method called ``name`` (``ValueError`` listing the known ones otherwise)."""
+    try:
+        return PROJECTION_METHODS[name]
+    except KeyError:
+        raise ValueError(f"unknown projection method {name!r}: method must be one of {', '.join(PROJECTION_METHODS)}") from None
+
+
+def align_missing(examples: Sequence[ProjectionExample], aligner: Any) -> None:
+    """Fill in the alignment of every example that has none, aligning them all in one call.
+
+    ``aligner`` is anything with ``align(source_words, target_words) -> list of (i, j) pairs``
+    (:class:`~crop_hf.alignment.EmbeddingAligner`, :class:`~crop_hf.alignment.EflomalAligner`).
+    """
+    todo = [example for example in examples if example.alignment is None]
+    if not todo:
+        return
+    if aligner is None:
+        raise ValueError("alignment projection needs an 'alignment' in each input or an aligner: build the pipeline "
+                         "with pipeline('projection', model=<encoder>) or aligner=...")
+    if any(example.source_tokens is None for example in todo):
+        raise ValueError("aligning needs 'source_tokens' in every input without an 'alignment'")
+    links = aligner.align([example.source_tokens for example in todo], [example.target.tokens for example in todo])
+    for example, pairs in zip(todo, links, strict=True):
+        example.alignment = [tuple(pair) for pair in pairs]
+
+
+def check_options(method: ProjectionMethod, options: Mapping[str, Any]) -> None:
+    unknown = sorted(set(options) - set(method.options))
+    if unknown:
+        raise TypeError(f"projection method {method.name!r} takes no option(s) {unknown}; "
+                        f"it takes {', '.join(method.options)}")
+
+
+def project_examples(method: str, examples: Sequence[ProjectionExample], *, aligner: Any = None,
+                     **options) -> list[ProjectionResult]:
+    """Project every example with ``method`` (aligning the ones without an alignment first, for ``alignment``)."""
+    chosen = get_method(method)
+    check_options(chosen, options)
+    options.setdefault("drop_incomplete", chosen.drop_incomplete)
+    if chosen.uses_alignment:
+        align_missing(examples, aligner)
+    return [chosen.function(example, **options) for example in examples]
+
+
+def word_spans(sentence: TargetSentence, entities: Sequence[Mapping[str, Any]]) -> list[Span]:
+    """Character-offset entities (``start``, ``end``, ``label``) as word spans of ``sentence``, overlaps dropped.
+
+    A word belongs to an entity when their characters overlap; of overlapping spans the one
+    starting first (then the shorter) is kept.
+
+    >>> from crop_hf.projection import tokenize_target
+    >>> word_spans(tokenize_target("I live in New York", None, "whitespace"), [{"start": 10, "end": 18, "label": "LOC"}])
+    [Span(start=3, end=5, label='LOC')]
+    """
+    if sentence.offsets is None:
+        raise ValueError("word_spans needs a sentence tokenized from text (with character offsets)")
+    spans = []
+    for entity in entities:
+        words = [i for i, (a, b) in enumerate(sentence.offsets) if a < entity["end"] and b > entity["start"]]
+        if words:
+            spans.append(Span(words[0], words[-1] + 1, entity["label"]))
+    kept: list[Span] = []
+    for span in sorted(spans):
+        if not kept or span.start >= kept[-1].end:
+            kept.append(span)
+    return kept
