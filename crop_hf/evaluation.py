@@ -31,6 +31,7 @@ __all__ = [
     "format_table",
     "load_eval_sets",
     "predict_tags",
+    "score_rows",
     "score_tags",
     "write_all_results",
 ]
@@ -276,32 +277,29 @@ def evaluate_pretrained(model_name_or_path: str, specs: Sequence[str], *, split:
                         show_progress=show_progress)
 
 
-def _pct(value: float) -> str:
-    return f"{100 * value:.1f}"
+def score_rows(evaluation: NerEvaluation, per_type: bool = True) -> tuple[list[str], list[list[str]]]:
+    """``(columns, rows)`` of an evaluation: languages (and ``avg``) as columns; P, R, F1, per-type F1 and
+    sentence counts as rows, in percent. The one table behind the printed table and the model card."""
+    columns = dict(evaluation.languages)
+    if evaluation.average is not None:
+        columns[AVERAGE] = evaluation.average
+    percent = lambda value: f"{100 * value:.1f}"  # noqa: E731
+    rows = [[metric, *(percent(getattr(s, metric)) for s in columns.values())]
+            for metric in ("precision", "recall", "f1")]
+    if per_type:
+        for entity_type in sorted({t for s in columns.values() for t in s.per_type}):
+            rows.append([f"{entity_type} f1", *(percent(s.per_type[entity_type]["f1"]) if entity_type in s.per_type
+                                                else "-" for s in columns.values())])
+    rows.append(["sentences", *(str(s.sentences) for s in columns.values())])
+    return list(columns), rows
 
 
 def format_table(evaluation: NerEvaluation, per_type: bool = True) -> str:
     """A text table: languages (and ``avg``) as columns; P, R, F1 and per-type F1 as rows, in percent."""
-    columns = dict(evaluation.languages)
-    if evaluation.average is not None:
-        columns[AVERAGE] = evaluation.average
-    rows: list[tuple[str, list[str]]] = [
-        ("precision", [_pct(s.precision) for s in columns.values()]),
-        ("recall", [_pct(s.recall) for s in columns.values()]),
-        ("f1", [_pct(s.f1) for s in columns.values()]),
-    ]
-    if per_type:
-        types = sorted({t for s in columns.values() for t in s.per_type})
-        for entity_type in types:
-            rows.append((f"{entity_type} f1", [_pct(s.per_type[entity_type]["f1"]) if entity_type in s.per_type
-                                               else "-" for s in columns.values()]))
-    rows.append(("sentences", [str(s.sentences) for s in columns.values()]))
-    width = max(6, *(len(name) for name in columns))
-    label_width = max(len(name) for name, _ in rows)
-    header = f"{evaluation.split:<{label_width}}  " + "  ".join(f"{name:>{width}}" for name in columns)
-    lines = [header, "-" * len(header)]
-    lines += [f"{name:<{label_width}}  " + "  ".join(f"{v:>{width}}" for v in values) for name, values in rows]
-    return "\n".join(lines)
+    from crop_hf.tables import format_table as render
+
+    columns, rows = score_rows(evaluation, per_type)
+    return render([evaluation.split, *columns], rows, align_first="left")
 
 
 def write_all_results(path: str | Path, evaluations: Sequence[NerEvaluation], extra: Mapping[str, Any] | None = None,

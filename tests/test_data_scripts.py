@@ -59,7 +59,9 @@ def test_push_to_hub_uploads_each_config_and_the_card(monkeypatch, build):  # no
 
     monkeypatch.setattr(DatasetCard, "push_to_hub", lambda self, repo_id, **kw: calls.append(("card", repo_id, self.content)))
     built = {"v2": build("top", "v2", FIXTURES / "topv2", domains=("weather",))}
-    publish.push_to_hub(built, "org/top", "top")
+    from crop_hf.hub import push_corpus
+
+    push_corpus(built, "org/top", "top")
     assert calls[0] == ("data", "org/top", "v2")
     assert calls[1][:2] == ("card", "org/top") and "path: v2/train-*" in calls[1][2]
 

@@ -3,7 +3,7 @@
 What ``dataset_scripts/`` run. The folder written by :func:`write_parquet` has the layout that
 ``DatasetDict.push_to_hub`` produces (``<config>/<split>-00000-of-00001.parquet`` and a README whose
 YAML lists ``configs``), so ``datasets.load_dataset(folder, "<config>")`` reads it locally and a Hub
-repository made by :func:`push_to_hub` reads the same way.
+repository made by :func:`crop_hf.hub.push_corpus` reads the same way.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["build_configs", "dataset_card", "main", "push_to_hub", "write_parquet"]
+__all__ = ["build_configs", "main", "write_parquet"]
 
 
 def build_configs(
@@ -36,70 +36,6 @@ def build_configs(
     }
 
 
-def _describe_features(features) -> list[str]:
-    import datasets
-
-    lines = []
-    for column, feature in features.items():
-        inner = feature.feature if isinstance(feature, (datasets.Sequence, datasets.List)) else feature
-        kind = "list of " if inner is not feature else ""
-        if isinstance(inner, datasets.ClassLabel):
-            lines.append(f"- `{column}`: {kind}class ids; names in id order: `{' '.join(inner.names)}`")
-        else:
-            lines.append(f"- `{column}`: {kind}{getattr(inner, 'dtype', type(inner).__name__)}")
-    return lines
-
-
-def dataset_card(name: str, built: Mapping[str, Any], pretty_name: str | None = None, license: str | None = None):
-    """A ``huggingface_hub.DatasetCard`` whose YAML lists the configs and whose text is generated from the data."""
-    from huggingface_hub import DatasetCard, DatasetCardData
-
-    configs = [
-        {"config_name": config, "data_files": [{"split": split, "path": f"{config}/{split}-*"} for split in dsd]}
-        for config, dsd in built.items()
-    ]
-    first = next(iter(built.values()))
-    info = next(iter(first.values())).info
-    data = DatasetCardData(pretty_name=pretty_name or name, license=license, configs=configs)
-    table = ["| config | " + " | ".join(first) + " |", "| --- |" + " --- |" * len(first)]
-    for config, dsd in built.items():
-        table.append(f"| {config} | " + " | ".join(str(dsd[split].num_rows) for split in first) + " |")
-    body = "\n".join(
-        [
-            f"# {pretty_name or name}",
-            "",
-            (info.description or "").strip(),
-            "",
-            f"Built with crop-hf from the original release by `dataset_scripts/build_{name}.py` "
-            f"(builder `crop_hf.data.{name}`).",
-            "",
-            "## Rows per split",
-            "",
-            *table,
-            "",
-            "## Features",
-            "",
-            *_describe_features(info.features),
-            "",
-            "## Loading",
-            "",
-            "```python",
-            "from datasets import load_dataset",
-            "",
-            f'ds = load_dataset("<this repository or folder>", "{next(iter(built))}")',
-            "```",
-            "",
-            "## Citation",
-            "",
-            "```bibtex",
-            (info.citation or "").strip(),
-            "```",
-            "",
-        ]
-    )
-    return DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body}")
-
-
 def write_parquet(built: Mapping[str, Any], output_dir: str | Path, name: str, **card_kwargs: Any) -> Path:
     """Write ``<output_dir>/<config>/<split>-00000-of-00001.parquet`` and the README card; return the folder."""
     output = Path(output_dir)
@@ -107,16 +43,10 @@ def write_parquet(built: Mapping[str, Any], output_dir: str | Path, name: str, *
         (output / config).mkdir(parents=True, exist_ok=True)
         for split, dataset in dsd.items():
             dataset.to_parquet(str(output / config / f"{split}-00000-of-00001.parquet"))
-    dataset_card(name, built, **card_kwargs).save(str(output / "README.md"))
+    from crop_hf.hub import corpus_card
+
+    corpus_card(name, built, **card_kwargs).save(str(output / "README.md"))
     return output
-
-
-def push_to_hub(built: Mapping[str, Any], repo_id: str, name: str, *, private: bool | None = None,
-                token: str | None = None, **card_kwargs: Any) -> None:
-    """Upload each config as parquet (``DatasetDict.push_to_hub``), then the generated card."""
-    for config, dsd in built.items():
-        dsd.push_to_hub(repo_id, config_name=config, private=private, token=token)
-    dataset_card(name, built, **card_kwargs).push_to_hub(repo_id, token=token)
 
 
 def main(
@@ -157,6 +87,8 @@ def main(
         folder = write_parquet(built, args.output_dir, name, **card)
         logger.info("wrote %s", folder)
     else:
-        push_to_hub(built, args.push_to_hub, name, private=args.private or None, **card)
+        from crop_hf.hub import push_corpus
+
+        push_corpus(built, args.push_to_hub, name, private=args.private or None, **card)
         logger.info("pushed to %s", args.push_to_hub)
     return built

@@ -45,14 +45,12 @@ class SynthesisResult:
 
     def table(self) -> str:
         """The counts as a plain-text table, one row per language and a total row."""
-        rows = [[lang, *(str(stats.get(c, 0)) for c in STATISTICS_COLUMNS)] for lang, stats in self.statistics.items()]
-        totals = [sum(stats.get(c, 0) for stats in self.statistics.values()) for c in STATISTICS_COLUMNS]
-        rows.append(["total", *map(str, totals)])
-        header = ["lang", *STATISTICS_COLUMNS]
-        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-        lines = ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in [header, *rows]]
-        lines.insert(1, "  ".join("-" * width for width in widths))
-        return "\n".join(lines)
+        from crop_hf.tables import format_table
+
+        rows = [[lang, *(stats.get(c, 0) for c in STATISTICS_COLUMNS)] for lang, stats in self.statistics.items()]
+        rows.append(["total", *(sum(stats.get(c, 0) for stats in self.statistics.values())
+                                for c in STATISTICS_COLUMNS)])
+        return format_table(["lang", *STATISTICS_COLUMNS], rows)
 
     def report(self) -> str:
         """The table and where the outputs are: what the CLI prints at the end of a run."""
@@ -154,11 +152,11 @@ class SynthesisRunner:
         _save_atomically(discarded, output / "discarded")
         result = SynthesisResult(output, statistics)
         atomic_write_bytes(output / "statistics.json", json.dumps(statistics, indent=2).encode("utf-8"))
-        from crop_hf.synthesis.card import synthesis_card
+        from crop_hf.hub import synthesis_card
 
         command_line = shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]])
         card = synthesis_card(self.config, statistics, labels, command_line=command_line,
-                              fingerprint=self.store.fingerprint)
+                              fingerprint=self.store.fingerprint, columns=STATISTICS_COLUMNS)
         atomic_write_bytes(output / "README.md", card.encode("utf-8"))
         return result
 
@@ -183,13 +181,12 @@ def synthesize(config: SynthesisConfig, models: SynthesisModels | None = None, i
 def push_to_hub(result: SynthesisResult, repo_id: str, *, private: bool = False, token: str | None = None) -> str:
     """Publish the synthesized dataset (parquet, one split per language), then its card; returns the URL."""
     import datasets
-    from huggingface_hub import DatasetCard
 
-    datasets.load_from_disk(str(result.dataset_path)).push_to_hub(repo_id, private=private, token=token)
-    # Pushed after the data so that our card (its YAML lists the same splits) replaces the generic one.
-    DatasetCard((result.output_dir / "README.md").read_text(encoding="utf-8")).push_to_hub(
-        repo_id, token=token, repo_type="dataset")
-    return f"https://huggingface.co/datasets/{repo_id}"
+    from crop_hf.hub import push_dataset
+
+    card = (result.output_dir / "README.md").read_text(encoding="utf-8")
+    return push_dataset(datasets.load_from_disk(str(result.dataset_path)), repo_id, card, private=private,
+                        token=token)
 
 
 def _state():

@@ -310,7 +310,7 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
     results: dict[str, Any] = {}
     if accelerator.is_main_process:
         results = write_all_results(output_dir / "all_results.json", evaluations, extra)
-        from crop_hf.cards import ner_model_card
+        from crop_hf.hub import ner_model_card
 
         hyperparameters = arguments_to_dict(model_args, data_args, training_args)
         hyperparameters["total_train_batch_size"] = (training_args.per_device_train_batch_size
@@ -324,7 +324,7 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
         )
         card.save(output_dir / "README.md")
         if training_args.push_to_hub:
-            from crop_hf.cards import push_folder
+            from crop_hf.hub import push_folder
 
             push_folder(output_dir, training_args.hub_model_id or output_dir.name, token=training_args.hub_token,
                         private=training_args.hub_private_repo)

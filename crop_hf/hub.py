@@ -1,0 +1,305 @@
+"""Cards and the Hub: every model card, dataset card and upload crop-hf makes goes through this module.
+
+* model cards: :func:`ner_model_card` (metadata with a model-index entry per language, split and
+  metric, rendered from ``model_cards/ner_model_card.md``);
+* dataset cards: :func:`synthesis_card` (a synthesized corpus) and :func:`corpus_card` (a corpus
+  built from an original release by ``dataset_scripts/``);
+* uploads: :func:`push_folder` (a trained model's folder, without checkpoints),
+  :func:`push_dataset` (a ``DatasetDict`` and its card) and :func:`push_corpus` (several
+  configs of a built corpus).
+
+Rendering is offline (``huggingface_hub.ModelCard.from_template``); cards are not validated
+against the Hub (``card.validate()`` needs the server), but their metadata round-trips through
+``ModelCard(str(card)).data``. Templates are Jinja files in the repository's ``model_cards/``
+folder, installed as the package ``crop_hf.model_cards``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from crop_hf.tables import format_table
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "TEMPLATES_DIR",
+    "corpus_card",
+    "model_index_results",
+    "ner_model_card",
+    "push_corpus",
+    "push_dataset",
+    "push_folder",
+    "synthesis_card",
+    "template_path",
+]
+
+_METRICS = ("precision", "recall", "f1")
+
+
+def template_path(name: str) -> Path:
+    """The installed card template ``name`` (e.g. ``"ner_model_card.md"``)."""
+    from importlib import resources
+
+    return Path(str(resources.files("crop_hf.model_cards") / name))
+
+
+def _template(name_or_path: str | Path) -> Path:
+    path = Path(name_or_path)
+    if not path.is_absolute() and path.parent == Path("."):
+        path = template_path(str(path))
+    if not path.exists():
+        raise FileNotFoundError(f"card template {path} not found (pass template_path)")
+    return path
+
+
+#: The folder of the installed card templates.
+TEMPLATES_DIR = template_path("__init__.py").parent
+
+
+# --------------------------------------------------------------------------- model cards
+
+
+def model_index_results(evaluations: Sequence[Any]) -> list:
+    """One ``EvalResult`` per language, split and metric (seqeval micro P/R/F1 as fractions)."""
+    from huggingface_hub import EvalResult
+
+    results = []
+    for evaluation in evaluations:
+        for lang, scores in evaluation.languages.items():
+            dataset = scores.dataset or lang
+            config = scores.config or lang
+            for metric in _METRICS:
+                results.append(EvalResult(
+                    task_type="token-classification", task_name="Named Entity Recognition",
+                    dataset_type=dataset, dataset_name=f"{dataset} ({config})", dataset_config=config,
+                    dataset_split=evaluation.split, metric_type=f"seqeval_{metric}" if metric != "f1" else "f1",
+                    metric_name=f"{metric.capitalize() if metric != 'f1' else 'F1'} ({lang})",
+                    metric_value=round(getattr(scores, metric), 4)))
+    return results
+
+
+def _evaluation_table(evaluation) -> dict[str, Any]:
+    from crop_hf.evaluation import score_rows
+
+    columns, rows = score_rows(evaluation)
+    return {"split": evaluation.split, "table": format_table(["metric", *columns], rows, style="markdown"),
+            "average": evaluation.average is not None, "average_over": list(evaluation.languages)}
+
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {}
+    for name in ("crop-hf", "transformers", "torch", "datasets", "accelerate", "peft"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def ner_model_card(*, model_name: str, base_model: str, train_sources: Sequence[tuple[str, float, int]],
+                   evaluations: Sequence[Any], label_names: Sequence[str], hyperparameters: Mapping[str, Any],
+                   template_path: str | Path | None = None, license: str | None = None):
+    """Render the card of a model trained by :func:`crop_hf.training.train_ner`.
+
+    ``train_sources`` holds ``(spec, sampling weight, sentences)`` triples; ``evaluations`` the
+    :class:`crop_hf.evaluation.NerEvaluation` of each split. The metadata carries a model-index
+    entry for each language, split and metric, the languages and the base model.
+
+    >>> card = ner_model_card(model_name="xlmr-conll5", base_model="FacebookAI/xlm-roberta-base",
+    ...                       train_sources=[("conll5:en", 1.0, 14041)], evaluations=[], label_names=["O"],
+    ...                       hyperparameters={"learning_rate": 2e-5})
+    >>> card.data.base_model
+    'FacebookAI/xlm-roberta-base'
+    """
+    from huggingface_hub import ModelCard, ModelCardData
+
+    languages = sorted({(s.config or lang) for e in evaluations for lang, s in e.languages.items()})
+    datasets = sorted({s.dataset for e in evaluations for s in e.languages.values() if s.dataset})
+    is_hub_id = not Path(base_model).exists()
+    card_data = ModelCardData(
+        model_name=model_name,
+        base_model=base_model if is_hub_id else None,
+        language=languages or None,
+        datasets=datasets or None,
+        license=license,
+        library_name="transformers",
+        pipeline_tag="token-classification",
+        tags=["token-classification", "ner", "crop-hf"],
+        metrics=["seqeval"],
+        eval_results=model_index_results(evaluations) or None,
+    )
+    return ModelCard.from_template(
+        card_data, template_path=str(_template(template_path or "ner_model_card.md")),
+        model_name=model_name, base_model=base_model,
+        base_model_url=f"https://huggingface.co/{base_model}" if is_hub_id else base_model,
+        languages=languages, label_names=list(label_names),
+        evaluations=[_evaluation_table(e) for e in evaluations],
+        train_sources=[{"spec": spec, "weight": weight, "sentences": n} for spec, weight, n in train_sources],
+        hyperparameters=dict(hyperparameters), versions=_versions(),
+    )
+
+
+# --------------------------------------------------------------------------- dataset cards
+
+
+def synthesis_card(
+    config: Any,
+    statistics: Mapping[str, Mapping[str, int]],
+    label_names: Sequence[str],
+    *,
+    command_line: str,
+    fingerprint: str,
+    columns: Sequence[str],
+) -> str:
+    """The card of a synthesized corpus: models and revisions, languages, counts per filter, command line, settings.
+
+    ``config`` is the run's :class:`~crop_hf.synthesis.SynthesisConfig`; ``columns`` the statistics
+    columns in table order (:data:`crop_hf.synthesis.filters.STATISTICS_COLUMNS`).
+    """
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    languages = list(statistics)
+    total = sum(stats.get("kept", 0) for stats in statistics.values())
+    size = next(label for bound, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
+                                           (1_000_000, "100K<n<1M"), (float("inf"), "n>1M")) if total < bound)
+    data = DatasetCardData(
+        language=languages,
+        pretty_name=f"CroP pseudo-labeled NER ({', '.join(languages)})",
+        task_categories=["token-classification"],
+        task_ids=["named-entity-recognition"],
+        size_categories=[size],
+        source_datasets=[config.input] if isinstance(config.input, str) else None,
+        tags=["crop-hf", "synthetic", "label-projection"],
+        # The layout DatasetDict.push_to_hub writes: one split per language under data/.
+        configs=[{"config_name": "default",
+                  "data_files": [{"split": lang, "path": f"data/{lang}-*"} for lang in languages]}],
+    )
+    counts = format_table(["lang", *columns], [[lang, *(stats.get(c, 0) for c in columns)]
+                                              for lang, stats in statistics.items()], style="markdown")
+    card = DatasetCard.from_template(
+        data,
+        template_path=str(_template("synthesis_dataset_card.md")),
+        pretty_name=data.pretty_name,
+        languages=languages,
+        source_lang=config.source_lang,
+        method=config.method,
+        mt_model=config.mt_model,
+        mt_revision=config.mt_revision,
+        ner_model=config.ner_model,
+        ner_revision=config.ner_revision,
+        alignment_model=config.alignment_model,
+        counts=counts,
+        max_words=config.max_words,
+        label_names=list(label_names),
+        command_line=command_line,
+        fingerprint=fingerprint,
+        settings=config.result_arguments(),
+    )
+    return str(card)
+
+
+def _describe_features(features) -> list[str]:
+    import datasets
+
+    lines = []
+    for column, feature in features.items():
+        inner = feature.feature if isinstance(feature, (datasets.Sequence, datasets.List)) else feature
+        kind = "list of " if inner is not feature else ""
+        if isinstance(inner, datasets.ClassLabel):
+            lines.append(f"- `{column}`: {kind}class ids; names in id order: `{' '.join(inner.names)}`")
+        else:
+            lines.append(f"- `{column}`: {kind}{getattr(inner, 'dtype', type(inner).__name__)}")
+    return lines
+
+
+def corpus_card(name: str, built: Mapping[str, Any], pretty_name: str | None = None, license: str | None = None):
+    """The card of a corpus built by a crop-hf builder (``dataset_scripts/``): YAML lists the configs, text from the data."""
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    configs = [
+        {"config_name": config, "data_files": [{"split": split, "path": f"{config}/{split}-*"} for split in dsd]}
+        for config, dsd in built.items()
+    ]
+    first = next(iter(built.values()))
+    info = next(iter(first.values())).info
+    data = DatasetCardData(pretty_name=pretty_name or name, license=license, configs=configs)
+    table = format_table(["config", *first], [[config, *(dsd[split].num_rows for split in first)]
+                                              for config, dsd in built.items()], style="markdown")
+    body = "\n".join(
+        [
+            f"# {pretty_name or name}",
+            "",
+            (info.description or "").strip(),
+            "",
+            f"Built with crop-hf from the original release by `dataset_scripts/build_{name}.py` "
+            f"(builder `crop_hf.data.{name}`).",
+            "",
+            "## Rows per split",
+            "",
+            table,
+            "",
+            "## Features",
+            "",
+            *_describe_features(info.features),
+            "",
+            "## Loading",
+            "",
+            "```python",
+            "from datasets import load_dataset",
+            "",
+            f'ds = load_dataset("<this repository or folder>", "{next(iter(built))}")',
+            "```",
+            "",
+            "## Citation",
+            "",
+            "```bibtex",
+            (info.citation or "").strip(),
+            "```",
+            "",
+        ]
+    )
+    return DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body}")
+
+
+# --------------------------------------------------------------------------- uploads
+
+
+def push_folder(folder: str | Path, repo_id: str, *, token: str | None = None, private: bool = False,
+                api=None, commit_message: str = "Upload NER model trained with crop-hf") -> str:
+    """Create ``repo_id`` (if needed) and upload ``folder`` without its ``step_*``/``epoch_*`` checkpoints.
+
+    ``api`` is a ``huggingface_hub.HfApi`` (default: a new one with ``token``). Returns the repo URL.
+    """
+    from huggingface_hub import HfApi
+
+    api = api or HfApi(token=token)
+    url = api.create_repo(repo_id, private=private, exist_ok=True)
+    api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message=commit_message,
+                      ignore_patterns=["step_*", "epoch_*", "step_*/**", "epoch_*/**"])
+    logger.info("pushed %s to %s", folder, url)
+    return str(url)
+
+
+def push_dataset(dataset_dict, repo_id: str, card: str | None = None, *, config_name: str = "default",
+                 private: bool | None = None, token: str | None = None) -> str:
+    """Upload a ``DatasetDict`` as parquet, then its card (which replaces the generic one); returns the URL."""
+    from huggingface_hub import DatasetCard
+
+    dataset_dict.push_to_hub(repo_id, config_name=config_name, private=private, token=token)
+    if card is not None:
+        DatasetCard(card).push_to_hub(repo_id, token=token, repo_type="dataset")
+    return f"https://huggingface.co/datasets/{repo_id}"
+
+
+def push_corpus(built: Mapping[str, Any], repo_id: str, name: str, *, private: bool | None = None,
+                token: str | None = None, **card_kwargs: Any) -> None:
+    """Upload each config as parquet (``DatasetDict.push_to_hub``), then the generated card."""
+    for config, dsd in built.items():
+        dsd.push_to_hub(repo_id, config_name=config, private=private, token=token)
+    corpus_card(name, built, **card_kwargs).push_to_hub(repo_id, token=token)

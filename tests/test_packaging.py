@@ -1,0 +1,29 @@
+"""What a wheel of crop-hf carries: the card templates (from the top-level model_cards/), no test helpers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_wheel_carries_the_card_templates_and_the_package_has_no_symlink(tmp_path):
+    assert not [p for p in (REPO_ROOT / "crop_hf").rglob("*") if p.is_symlink()]
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(tmp_path), str(REPO_ROOT)], check=True, capture_output=True)
+    (wheel,) = tmp_path.glob("crop_hf-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    templates = {p.name for p in (REPO_ROOT / "model_cards").glob("*.md")}
+    assert templates and {f"crop_hf/model_cards/{name}" for name in templates} <= names
+    assert "crop_hf/resources/samples/de.txt" in names
+    assert not any(name.startswith(("tests/", "model_cards/", "benchmarks/")) for name in names)
+
+
+def test_installed_templates_are_found_by_the_card_writers():
+    from crop_hf.hub import template_path
+
+    assert template_path("ner_model_card.md").read_text(encoding="utf-8").startswith("---")
+    assert template_path("synthesis_dataset_card.md").is_file()
