@@ -66,7 +66,7 @@ _BILOU = {"U": "S", "L": "E"}
 def split_tag(tag: str) -> tuple[str, str | None]:
     """Split a tag into ``(prefix, type)``; ``"O"`` gives ``("O", None)``.
 
-    BILOU prefixes are normalised to BIOES (``U`` → ``S``, ``L`` → ``E``).
+    BILOU prefixes are normalized to BIOES (``U`` → ``S``, ``L`` → ``E``).
 
     >>> split_tag("B-GPE_LOC")
     ('B', 'GPE_LOC')

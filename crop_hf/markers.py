@@ -15,7 +15,7 @@ Two styles are built in, each a small :class:`MarkerStyle` subclass:
   entities translated on their own.
 
 Markers are token boundaries: removing a marker (and the whitespace around it) leaves one space,
-or nothing at either end of the text, and whitespace is normalised to single spaces. Translations
+or nothing at either end of the text, and whitespace is normalized to single spaces. Translations
 where a marker is glued to a word (``in__SLOT0__Göteborg__SLOT0__.``) therefore come out as
 ``in Göteborg .`` with the entity on token boundaries, which is what tagging the translation
 afterwards needs.
@@ -176,12 +176,12 @@ class _Found(NamedTuple):
     right: list[int]
 
 
-def _normalise(text: str) -> str:
+def _normalize(text: str) -> str:
     return " ".join(text.split())
 
 
 def _remove_markers(text: str, markers: Sequence[_Marker]) -> tuple[str, list[int], list[int]]:
-    """Remove ``markers`` (sorted, disjoint) from ``text`` and normalise whitespace.
+    """Remove ``markers`` (sorted, disjoint) from ``text`` and normalize whitespace.
 
     Returns the clean text and, per marker, ``left`` (the end of the text before it) and
     ``right`` (the start of the text after it) as offsets into the clean text: an entity between
@@ -290,7 +290,7 @@ class MarkerStyle(ABC):
             opening, closing = self.markers(slot)
             entity_text = " ".join(tokens[start:end])
             pieces += [*tokens[cursor:start], opening, entity_text, closing]
-            entities.append(MarkedEntity(slot, label, _normalise(entity_text)))
+            entities.append(MarkedEntity(slot, label, _normalize(entity_text)))
             cursor = end
         pieces += tokens[cursor:]
         return self._marked(" ".join(pieces), " ".join(tokens), entities, plain=" ".join(tokens))
@@ -313,10 +313,10 @@ class MarkerStyle(ABC):
                 )
             opening, closing = self.markers(slot)
             pieces += [text[cursor:start], opening, text[start:end], closing]
-            marked_entities.append(MarkedEntity(slot, label, _normalise(text[start:end])))
+            marked_entities.append(MarkedEntity(slot, label, _normalize(text[start:end])))
             cursor = end
         pieces.append(text[cursor:])
-        marked_text = _normalise(" ".join(pieces))
+        marked_text = _normalize(" ".join(pieces))
         # The source as the model's identity output would give it back (markers as token boundaries).
         source = _remove_markers(marked_text, self.find(marked_text))[0]
         return self._marked(marked_text, source, marked_entities, plain=text)
@@ -329,7 +329,7 @@ class MarkerStyle(ABC):
                 f"the source already contains the marker {fragment!r} of the {self.name!r} style; "
                 "remove it or choose another marker style"
             )
-        return MarkedSentence(_normalise(marked_text), _normalise(source), tuple(entities), self.name)
+        return MarkedSentence(_normalize(marked_text), _normalize(source), tuple(entities), self.name)
 
 
 class SlotMarkers(MarkerStyle):
@@ -420,7 +420,7 @@ class BracketMarkers(MarkerStyle):
        entities of one type;
     2. otherwise by matching each span against the entities translated on their own
        (``entity_translations``, slot -> text): exact (ignoring case and spacing) first, then
-       fuzzy (:func:`rapidfuzz.fuzz.ratio` at least ``min_similarity``). A span whose best
+       fuzzy (:func:`rapidfuzz.fuzz.ratio` at least ``threshold``). A span whose best
        matches carry different labels is ``ambiguous``; the record is then incomplete.
     """
 
@@ -428,8 +428,8 @@ class BracketMarkers(MarkerStyle):
     typed = False
     _PATTERN = re.compile(r"[\[\]]")
 
-    def __init__(self, min_similarity: float = 70.0) -> None:
-        self.min_similarity = min_similarity
+    def __init__(self, threshold: float = 70.0) -> None:
+        self.threshold = threshold
 
     def markers(self, slot: int) -> tuple[str, str]:
         return "[", "]"
@@ -503,10 +503,10 @@ class BracketMarkers(MarkerStyle):
             text = clean[start:end].casefold()
             scored = []
             for entity in slots:
-                reference = _normalise(entity_translations.get(entity.slot, "")).casefold()
+                reference = _normalize(entity_translations.get(entity.slot, "")).casefold()
                 # Exact matches outrank every fuzzy one.
                 score = 101.0 if reference and reference == text else fuzz.ratio(text, reference)
-                if score >= self.min_similarity:
+                if score >= self.threshold:
                     scored.append((score, entity))
             candidates[i] = sorted(scored, key=lambda item: -item[0])
 

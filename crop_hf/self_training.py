@@ -14,9 +14,10 @@ What it consumes (written by corpus synthesis, or by hand):
   Other columns are ignored.
 * **discarded sentences** — the target sentences synthesis dropped (marker damage, language-id
   mismatch, projection failure, ...; synthesis's ``discarded/``), same kinds of input, with
-  ``tokens`` and ``lang`` and optionally ``source_tags``: the labels the source model gave them,
-  usually the projected tags (IOB2 strings or ``ClassLabel`` ids), one per token. Where
-  ``source_tags`` is absent (or a row's value is ``None`` or empty), the source model Θ_src
+  ``tokens`` and ``lang`` and optionally ``projected_tags``: the labels the source model's
+  entities gave them through projection (IOB2 strings or ``ClassLabel`` ids, one per target
+  token; corpora written before this name used ``source_tags``). Where the column is absent
+  (or a row's value is ``None`` or empty), the source model Θ_src
   (``source_model``) tags the sentence directly (zero-shot); with neither, only the multilingual
   model's labels are used.
 
@@ -130,12 +131,17 @@ def _as_dataset(value, what: str):
     return value
 
 
+#: The discarded corpus's column of projected (source-model) tags; older corpora call it ``source_tags``.
+PROJECTED_TAGS_COLUMNS = ("projected_tags", "source_tags")
+
+
 def _source_tag_strings(discarded) -> list[list[str] | None]:
     from crop_hf.data.features import tag_strings
 
-    if "source_tags" not in discarded.column_names:
+    column = next((c for c in PROJECTED_TAGS_COLUMNS if c in discarded.column_names), None)
+    if column is None:
         return [None] * len(discarded)
-    return [tags or None for tags in tag_strings(discarded, column="source_tags")]
+    return [tags or None for tags in tag_strings(discarded, column=column)]
 
 
 def relabel(discarded, multilingual_model, tokenizer, *, source_model=None, source_tokenizer=None,
@@ -166,7 +172,7 @@ def relabel(discarded, multilingual_model, tokenizer, *, source_model=None, sour
     rows, counts, dropped = [], Counter(), Counter()
     for i, (tokens, lang) in enumerate(zip(sentences, discarded["lang"], strict=True)):
         if source[i] is not None and len(source[i]) != len(tokens):
-            dropped["source_tags length differs from tokens"] += 1
+            dropped["projected_tags length differs from tokens"] += 1
             continue
         tags, label_rule = combine_labels(source[i], multi[i], rule)
         if not keep_all_o and all(tag == "O" for tag in tags):
@@ -185,13 +191,13 @@ def self_train(kept, discarded, *, source_corpus=None, model_args=None, training
 
     Args:
         kept: the kept synthesized corpus (see the module docstring for the schema).
-        discarded: the sentences synthesis discarded (``tokens``, ``lang``, optional ``source_tags``).
+        discarded: the sentences synthesis discarded (``tokens``, ``lang``, optional ``projected_tags``).
         source_corpus: the labeled source-language corpus, e.g. ``"conll5:en"``, trained on with
             the kept corpus.
         model_args, training_args, data_args: how to train Θ_all
             (:class:`~crop_hf.training.ModelArguments` etc.; ``train_sources`` is filled in here).
         multilingual_model: an already trained Θ_all (folder or Hub id): skips training.
-        source_model: Θ_src, which tags discarded sentences that have no ``source_tags``.
+        source_model: Θ_src, which tags discarded sentences that have no ``projected_tags``.
         rule: how the two models' labels are combined (``union``, ``intersection``, ``multilingual``).
         keep_all_o: keep re-labeled sentences without entities.
         corpus_dir: where to ``save_to_disk`` the new corpus (default: ``<output_dir>/corpus``).

@@ -303,7 +303,7 @@ def test_corrupted_brackets_never_raise_and_keep_labels_of_their_own_text(case, 
         assert entity.label == marked.labels[entity.slot]
         if len({lab for *_, lab in spans}) > 1:  # matched by text, so it resembles its own source entity
             reference = entity_translations[entity.slot]
-            assert fuzz.ratio(entity.text.casefold(), reference.casefold()) >= BracketMarkers().min_similarity
+            assert fuzz.ratio(entity.text.casefold(), reference.casefold()) >= BracketMarkers().threshold
 
 
 def test_marker_style_is_abstract():

@@ -13,9 +13,9 @@ import argparse
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kept", required=True, help="kept synthesized corpus (save_to_disk folder or source spec)")
     parser.add_argument("--discarded", required=True,
-                        help="discarded sentences (tokens, lang, optional source_tags; folder or source spec)")
+                        help="discarded sentences (tokens, lang, optional projected_tags; folder or source spec)")
     parser.add_argument("--source_corpus", help="labeled source corpus trained on with the kept one, e.g. conll5:en")
-    parser.add_argument("--source_model", help="source NER model that tags discarded sentences without source_tags")
+    parser.add_argument("--source_model", help="source NER model that tags discarded sentences without projected_tags")
     parser.add_argument("--multilingual_model", help="an already self-trained model: skip training")
     parser.add_argument("--model_name_or_path", default="FacebookAI/xlm-roberta-base",
                         help="model the multilingual model is fine-tuned from")

@@ -29,7 +29,7 @@ class UndecodableLine(str):
 
 
 def _read_lines(path: Path, strict: bool = False) -> Iterator[str]:
-    """Whitespace-normalised non-blank lines of a UTF-8 file (a BOM is tolerated).
+    """Whitespace-normalized non-blank lines of a UTF-8 file (a BOM is tolerated).
 
     A line that is not valid UTF-8 is logged with its file and line and yields an
     :class:`UndecodableLine`, or, with ``strict``, stops the run with an error naming both.
@@ -90,7 +90,7 @@ def _from_string(text: str, lang: str, text_column: str | None, strict: bool = F
 
 def iter_raw_sentences(source: Any, lang: str, *, text_column: str | None = None,
                        limit: int | None = None, strict: bool = False) -> Iterator[str]:
-    """Yield the raw sentences of ``lang`` from ``source``, whitespace-normalised, blank ones skipped.
+    """Yield the raw sentences of ``lang`` from ``source``, whitespace-normalized, blank ones skipped.
 
     ``source`` is one of:
 

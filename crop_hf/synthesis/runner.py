@@ -250,7 +250,7 @@ def _discarded_features():
     return datasets.Features({
         "text": datasets.Value("string"),
         "tokens": datasets.List(datasets.Value("string")),
-        "source_tags": datasets.List(datasets.Value("string")),
+        "projected_tags": datasets.List(datasets.Value("string")),
         "lang": datasets.Value("string"),
         "reason": datasets.Value("string"),
         "source_translation": datasets.Value("string"),

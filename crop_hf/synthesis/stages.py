@@ -78,7 +78,7 @@ def process_shard(
 
     Kept rows carry ``tokens``, ``ner_tags`` (ids of ``models.labels``), ``lang`` and provenance;
     discarded rows carry the sentence, its tokens, the reason and whatever stages produced, in the
-    schema :func:`crop_hf.self_training.self_train` reads (``tokens``, ``lang``, ``source_tags``).
+    schema :func:`crop_hf.self_training.self_train` reads (``tokens``, ``lang``, ``projected_tags``).
     ``on_stage`` is called with each stage's name as it starts (progress display).
     """
     stage = on_stage or (lambda name: None)
@@ -236,7 +236,7 @@ def _rows(records: list[dict], labels: LabelSet) -> tuple[list[dict], list[dict]
                 "text": record["text"],
                 "tokens": projection.tokens if projection else tokenize_target(record["text"], record["lang"]).tokens,
                 # Partial labels where projection ran; None tells self-training to ask the source model.
-                "source_tags": projection.tags if projection else None,
+                "projected_tags": projection.tags if projection else None,
                 "lang": record["lang"],
                 "reason": record["reason"],
                 **provenance,

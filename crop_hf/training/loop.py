@@ -132,7 +132,7 @@ def _load_model(model_args: ModelArguments, sources):
 
 
 def _optimizer(model, training_args: NerTrainingArguments):
-    """AdamW without weight decay on biases and normalisation weights (the usual BERT recipe)."""
+    """AdamW without weight decay on biases and normalization weights (the usual BERT recipe)."""
     import torch
 
     no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")

@@ -48,7 +48,7 @@ class LabeledSequenceTranslationPipeline(Pipeline):
     Parameters (at construction or per call): ``src_lang``, ``tgt_lang`` (codes of the model's
     family, see :mod:`crop_hf.translation.languages`), ``num_beams``, ``num_return_sequences``
     (hypotheses tried per sentence), ``max_new_tokens``, ``batch_size`` (sentences of similar length
-    are batched together; results come back in input order), ``label_names``, ``tag_scheme``.
+    are batched together; results come back in input order), ``label_names``, ``scheme``.
     Construction only: ``marker_style`` (``"crop"`` or ``"easyproject"``), ``max_slots``.
 
     Output per sentence: ``translation`` (markers removed), ``marked_translation``, ``entities``
@@ -102,7 +102,7 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         num_return_sequences: int | None = None,
         max_new_tokens: int | None = None,
         label_names: Sequence[str] | None = None,
-        tag_scheme: str | None = None,
+        scheme: str | None = None,
         generate_kwargs: dict | None = None,
         **kwargs,
     ):
@@ -115,8 +115,8 @@ class LabeledSequenceTranslationPipeline(Pipeline):
             preprocess["languages"] = forward["languages"] = languages
         if label_names is not None:
             preprocess["label_names"] = list(label_names)
-        if tag_scheme is not None:
-            preprocess["tag_scheme"] = tag_scheme
+        if scheme is not None:
+            preprocess["scheme"] = scheme
         generate = dict(generate_kwargs or {})
         for key, value in (("num_beams", num_beams), ("num_return_sequences", num_return_sequences),
                            ("max_new_tokens", max_new_tokens)):
@@ -132,7 +132,7 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         self,
         record: Any,
         label_names: Sequence[str] | None = None,
-        tag_scheme: str = "IOB2",
+        scheme: str = "IOB2",
     ) -> MarkedSentence:
         """Turn one input record into a :class:`MarkedSentence` in this pipeline's marker style."""
         if isinstance(record, MarkedSentence):
@@ -152,7 +152,7 @@ class LabeledSequenceTranslationPipeline(Pipeline):
                 if label_names is None:
                     raise ValueError("ner_tags are ids: pass label_names (e.g. crop_hf.CONLL_LABELS.names)")
                 tags = [label_names[int(tag)] for tag in tags]
-            return self.marker_style.mark_tokens(list(record["tokens"]), tags_to_spans(tags, tag_scheme))
+            return self.marker_style.mark_tokens(list(record["tokens"]), tags_to_spans(tags, scheme))
         if "text" in record:
             return self.marker_style.mark_text(record["text"], record.get("entities") or [])
         raise ValueError(f"expected 'tokens' and 'ner_tags', or 'text' and 'entities'; got keys {sorted(record)}")
@@ -166,14 +166,14 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         # Explicit > the dataset's ClassLabel names > what the pipeline was built with.
         label_names = kwargs.pop("label_names", None) or _class_label_names(inputs)
         label_names = label_names or self._preprocess_params.get("label_names")
-        tag_scheme = kwargs.pop("tag_scheme", None) or self._preprocess_params.get("tag_scheme", "IOB2")
+        scheme = kwargs.pop("scheme", None) or self._preprocess_params.get("scheme", "IOB2")
         batch_size = kwargs.get("batch_size") or self._batch_size or 1
         if isinstance(inputs, (list, tuple)):
-            return list(self._bucketed(iter(inputs), len(inputs) or 1, label_names, tag_scheme, kwargs))
-        return self._bucketed(iter(inputs), batch_size * _BUCKET_WINDOW, label_names, tag_scheme, kwargs)
+            return list(self._bucketed(iter(inputs), len(inputs) or 1, label_names, scheme, kwargs))
+        return self._bucketed(iter(inputs), batch_size * _BUCKET_WINDOW, label_names, scheme, kwargs)
 
     def _bucketed(
-        self, records: Iterator[Any], window: int, label_names, tag_scheme: str, kwargs: dict
+        self, records: Iterator[Any], window: int, label_names, scheme: str, kwargs: dict
     ) -> Iterator[dict]:
         """Translate ``window`` records at a time, sorted by length so batches pad little."""
         offset = 0
@@ -181,7 +181,7 @@ class LabeledSequenceTranslationPipeline(Pipeline):
             marked = []
             for index, record in enumerate(chunk, start=offset):
                 try:
-                    marked.append(self.mark(record, label_names, tag_scheme))
+                    marked.append(self.mark(record, label_names, scheme))
                 except (ValueError, TypeError, KeyError, IndexError) as err:
                     raise type(err)(f"sentence {index}: {err}") from err
             order = sorted(range(len(marked)), key=lambda i: len(marked[i].text))
@@ -197,9 +197,9 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         record: Any,
         languages: LanguageSetup | None = None,
         label_names: Sequence[str] | None = None,
-        tag_scheme: str = "IOB2",
+        scheme: str = "IOB2",
     ) -> dict[str, Any]:
-        marked = self.mark(record, label_names, tag_scheme)
+        marked = self.mark(record, label_names, scheme)
         languages = self._languages(languages)
         languages.apply(self.tokenizer)
         encoded = self.tokenizer(languages.prefix + marked.text, return_tensors="pt")

@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 class ParseRecord:
     """One utterance of a TOP-style file, flattened for joint intent + slot tagging.
 
-    ``parse`` is the bracket parse as written (normalised spacing); ``slot_tags`` are IOB2 over the
+    ``parse`` is the bracket parse as written (normalized spacing); ``slot_tags`` are IOB2 over the
     parse's top-level slots, aligned with ``tokens`` (the words of the parse).
     """
 
