@@ -221,6 +221,7 @@ def _kept_features(labels):
         "source_translation": datasets.Value("string"),
         "labeled_translation": datasets.Value("string"),
         "back_translation": datasets.Value("string"),
+        "source_labels": datasets.Sequence(datasets.Value("string")),
         "projection_status": datasets.Sequence(datasets.Value("string")),
         "tokenization": datasets.Value("string"),
     })
@@ -238,6 +239,8 @@ def _discarded_features():
         "source_translation": datasets.Value("string"),
         "labeled_translation": datasets.Value("string"),
         "back_translation": datasets.Value("string"),
+        "source_labels": datasets.Sequence(datasets.Value("string")),
+        "projection_status": datasets.Sequence(datasets.Value("string")),
     })
 
 
