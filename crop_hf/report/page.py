@@ -197,8 +197,8 @@ def _tables(data: ReportData) -> dict[str, dict[str, Any]]:
 
 
 _EXPLANATIONS = {
-    "funnel": "Each sentence read is either kept or dropped by the first filter it failed. Left: all "
-              "languages, input minus each reason gives kept; right: each language's shares.",
+    "funnel": "Each sentence read is either kept or dropped by the first filter it failed. Top: all "
+              "languages, input minus each reason gives kept; below (several languages): each language's shares.",
     "labels": "Source side: every {kind} the source-language model found in the translations of the "
               "sentences that reached tagging (kept or dropped). Target side: the {kind}s of the kept sentences' "
               "labels. A label whose share shrinks is lost by filters or projection more often than the others.",
@@ -218,7 +218,8 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.2em; border-bottom: 1px solid #ddd; p
 .summary { font-size: 1.05em; } .alert { background: #fdecea; border-left: 4px solid #d62728; padding: .6em 1em; }
 .note { background: #fff8e1; border-left: 4px solid #ff9800; padding: .4em 1em; }
 img { max-width: 100%; height: auto; border: 1px solid #eee; }
-table { border-collapse: collapse; font-size: .85em; margin: .5em 0; }
+.scroll { overflow-x: auto; } table { border-collapse: collapse; font-size: .85em; margin: .5em 0; }
+th { max-width: 9em; }
 th, td { border: 1px solid #ddd; padding: .2em .5em; text-align: right; }
 th:first-child, td:first-child, td:nth-child(2) { text-align: left; }
 details { margin: .5em 0 1em; } summary { cursor: pointer; color: #1f77b4; }
@@ -234,9 +235,9 @@ Output folder: <code>{{ output_dir }}</code>.</p>
 <p>{{ section.explanation }}</p>
 {% if section.image %}<img src="data:image/png;base64,{{ section.image }}" alt="{{ section.caption }}">{% endif %}
 <details{% if section.open %} open{% endif %}><summary>Numbers ({{ section.table.rows|length }} rows)</summary>
-<table><tr>{% for cell in section.table.header %}<th>{{ cell }}</th>{% endfor %}</tr>
+<div class="scroll"><table><tr>{% for cell in section.table.header %}<th>{{ cell|replace("_", "_\u200b") }}</th>{% endfor %}</tr>
 {% for row in section.table.rows %}<tr>{% for cell in row %}<td>{{ cell }}</td>{% endfor %}</tr>
-{% endfor %}</table></details>
+{% endfor %}</table></div></details>
 {% endfor %}
 <p><small>Made by <code>crop-hf report</code>; the numbers are in <code>report.json</code> beside this page.</small></p>
 </body></html>

@@ -130,8 +130,8 @@ def draw_funnel(data: ReportData, path: Path) -> Path:
         shares.set_xlim(0, 115)
         shares.set_xlabel("% of the sentences read")
         shares.set_title("Where each language's sentences went", fontsize=10)
-        shares.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08 if len(langs) > 8 else -0.15),
-                      ncol=min(len(segments), 5), frameon=False)
+        figure.legend(*shares.get_legend_handles_labels(), loc="outside lower center", fontsize=8,
+                      ncol=min(len(segments), 6), frameon=False)
     return _save(figure, path)
 
 
@@ -314,8 +314,8 @@ def draw_statuses(data: ReportData, path: Path) -> Path:
     counts_ax.set_title("Projection outcome of each translated entity", fontsize=10)
     shares_ax.set_title("… as shares", fontsize=10)
     shares_ax.set_xlim(0, 100)
-    counts_ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(1.1, -0.08 if len(langs) > 8 else -0.15),
-                     ncol=min(len(statuses), 7), frameon=False)
+    figure.legend(*counts_ax.get_legend_handles_labels(), loc="outside lower center", fontsize=8,
+                  ncol=min(len(statuses), 7), frameon=False)
     return _save(figure, path)
 
 

@@ -155,6 +155,10 @@ class SynthesisRunner:
         card = synthesis_card(self.config, statistics, labels, command_line=command_line,
                               fingerprint=self.store.fingerprint)
         atomic_write_bytes(output / "README.md", card.encode("utf-8"))
+        if self.config.report:
+            from crop_hf.report import write_report
+
+            write_report(output)  # plots under report/, linked from the card just written
         return result
 
 
@@ -176,11 +180,15 @@ def synthesize(config: SynthesisConfig, models: SynthesisModels | None = None, i
 
 
 def push_to_hub(result: SynthesisResult, repo_id: str, *, private: bool = False, token: str | None = None) -> str:
-    """Publish the synthesized dataset (parquet, one split per language), then its card; returns the URL."""
+    """Publish the synthesized dataset (parquet, one split per language), its report plots, then its card; returns the URL."""
     import datasets
-    from huggingface_hub import DatasetCard
+    from huggingface_hub import DatasetCard, HfApi
 
     datasets.load_from_disk(str(result.dataset_path)).push_to_hub(repo_id, private=private, token=token)
+    report = result.output_dir / "report"
+    if report.is_dir():  # the card links these files (crop-hf report / synthesize --report)
+        HfApi(token=token).upload_folder(repo_id=repo_id, repo_type="dataset", folder_path=str(report),
+                                         path_in_repo="report", commit_message="Add the crop-hf report")
     # Pushed after the data so that our card (its YAML lists the same splits) replaces the generic one.
     DatasetCard((result.output_dir / "README.md").read_text(encoding="utf-8")).push_to_hub(
         repo_id, token=token, repo_type="dataset")
