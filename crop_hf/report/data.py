@@ -192,8 +192,8 @@ def read_report_data(output_dir: str | Path, gold: Mapping[str, Any] | None = No
     if any(lang.source_labels is None for lang in data.languages) and kept_dict is not None:
         data.notes.append("This output has no source_labels column (made before crop-hf recorded it): "
                           "the source side of the label distribution is not shown.")
-    if not any(lang.statuses_kept or lang.statuses_dropped for lang in data.languages) and kept_dict is not None:
-        data.notes.append("No projection statuses were recorded in this output.")
+    if all(lang.statuses_kept is None for lang in data.languages) and kept_dict is not None:
+        data.notes.append("This output has no projection_status column: projection outcomes are not shown.")
     return data
 
 

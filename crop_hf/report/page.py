@@ -203,7 +203,7 @@ _EXPLANATIONS = {
               "sentences that reached tagging (kept or dropped). Target side: the {kind}s of the kept sentences' "
               "labels. A label whose share shrinks is lost by filters or projection more often than the others.",
     "lengths": "Tokens per sentence (words; characters for languages written without spaces).",
-    "statuses": "What became of each translated {kind} when projected onto the raw sentence, in kept and dropped "
+    "statuses": "What became of each translated entity when projected onto the raw sentence, in kept and dropped "
                 "sentences together (found/fuzzy/projected/split reached the target; the others are failures).",
     "gold": "Kept sentences scored against gold target labels (seqeval, exact spans); the run's sentences are "
             "matched to gold sentences by text, and matched sentences that were dropped count in 'kept' only.",

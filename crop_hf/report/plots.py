@@ -127,6 +127,7 @@ def draw_funnel(data: ReportData, path: Path) -> Path:
         for y, lang in enumerate(langs):
             shares.text(101, y, f"n={lang.input:,}", va="center", fontsize=size)
         shares.set_yticks(range(len(langs)), [lang.lang for lang in langs], fontsize=size)
+        shares.set_ylim(-0.6, len(langs) - 0.4)
         shares.set_xlim(0, 115)
         shares.set_xlabel("% of the sentences read")
         shares.set_title("Where each language's sentences went", fontsize=10)
@@ -198,12 +199,16 @@ def draw_labels(data: ReportData, path: Path) -> Path:
     if heat is not None:
         langs = [lang.lang for lang in data.languages]
         if has_source:
-            matrix = [[t - s for s, t in zip(_shares(numbers["source"].get(lang, {}), labels),
-                                             _shares(numbers["target"][lang], labels), strict=True)] for lang in langs]
+            # A language with no entity on one side has no share to compare: its row stays blank.
+            matrix = [[t - s if sum(numbers["source"].get(lang, {}).values()) and sum(numbers["target"][lang].values())
+                       else float("nan")
+                       for s, t in zip(_shares(numbers["source"].get(lang, {}), labels),
+                                       _shares(numbers["target"][lang], labels), strict=True)] for lang in langs]
             title, bar_label, cmap, limits = ("Kept target share − source share (points)", "percentage points",
                                               "RdBu_r", None)
         else:
-            matrix = [_shares(numbers["target"][lang], labels) for lang in langs]
+            matrix = [_shares(numbers["target"][lang], labels) if sum(numbers["target"][lang].values())
+                      else [float("nan")] * len(labels) for lang in langs]
             title, bar_label, cmap, limits = "Kept target share (%)", "%", "Blues", (0, 100)
         _heatmap(figure, heat, matrix, langs, labels, title, bar_label, cmap, limits, fmt="{:+.0f}" if has_source else "{:.0f}")
     return _save(figure, path)
@@ -217,14 +222,19 @@ def _heatmap(figure, ax, matrix, rows, columns, title, bar_label, cmap, limits=N
         # At least ±5 points, so that a difference of one or two entities does not look dramatic.
         bound = max(5.0, float(np.nanmax(np.abs(values))) if values.size and not np.isnan(values).all() else 5.0)
         limits = (-bound, bound)
-    image = ax.imshow(values, aspect="auto", cmap=cmap, vmin=limits[0], vmax=limits[1], interpolation="nearest")
+    from matplotlib import colormaps
+
+    colors = colormaps[cmap].with_extremes(bad="#e8e8e8")  # no value (e.g. no entity on a side): light grey
+    image = ax.imshow(values, aspect="auto", cmap=colors, vmin=limits[0], vmax=limits[1], interpolation="nearest")
     size = _fontsize(len(rows))
     ax.set_yticks(range(len(rows)), rows, fontsize=size)
     ax.set_xticks(range(len(columns)), columns, fontsize=8, rotation=45 if len(columns) > 6 else 0, ha="right"
                   if len(columns) > 6 else "center")
     if values.size and len(rows) * len(columns) <= 400:
         for (i, j), value in np.ndenumerate(values):
-            if not np.isnan(value):
+            if np.isnan(value):
+                ax.text(j, i, "–", ha="center", va="center", fontsize=min(size, 7), color="#666666")
+            else:
                 # White on the dark ends of the colour map, black elsewhere.
                 dark = abs(image.norm(value) - (0.5 if limits[0] < 0 else 0.0)) > (0.3 if limits[0] < 0 else 0.6)
                 ax.text(j, i, fmt.format(value), ha="center", va="center", fontsize=min(size, 7),
@@ -289,12 +299,12 @@ def draw_statuses(data: ReportData, path: Path) -> Path:
     statuses = data.statuses()
     numbers = status_numbers(data)
     langs = data.languages[::-1]
+    if not statuses:
+        figure = _figure(8, 1.5)
+        _empty(figure.subplots(1, 1), "No translated entity reached projection.")
+        return _save(figure, path)
     figure = _figure(13, max(3.2, 1.6 + 0.3 * len(langs)))
     counts_ax, shares_ax = figure.subplots(1, 2)
-    if not statuses:
-        _empty(counts_ax, "No entity reached projection (or statuses were not recorded).")
-        shares_ax.set_axis_off()
-        return _save(figure, path)
     good = [s for s in statuses if s in OK_STATUSES]
     colors = {s: _GOOD[i % len(_GOOD)] for i, s in enumerate(good)}
     colors.update({s: _WARM[i % len(_WARM)] for i, s in enumerate(s for s in statuses if s not in OK_STATUSES)})
@@ -310,6 +320,7 @@ def draw_statuses(data: ReportData, path: Path) -> Path:
             ax.barh(range(len(langs)), values, left=lefts, color=colors[status], label=status)
             lefts = [a + b for a, b in zip(lefts, values, strict=True)]
         ax.set_yticks(range(len(langs)), [lang.lang for lang in langs], fontsize=size)
+        ax.set_ylim(-0.6, len(langs) - 0.4)
         ax.set_xlabel("% of the translated entities" if share else "translated entities")
     counts_ax.set_title("Projection outcome of each translated entity", fontsize=10)
     shares_ax.set_title("… as shares", fontsize=10)
@@ -332,6 +343,7 @@ def draw_gold(data: ReportData, path: Path) -> Path:
     overall.set_yticks(ys, [f"{lang.lang} ({lang.gold['kept']}/{lang.gold['matched']})" for lang in langs],
                        fontsize=_fontsize(len(langs)))
     overall.set_xlim(0, 100)
+    overall.set_ylim(-0.6, len(langs) - 0.4)
     overall.set_xlabel("% (kept sentences vs gold; label: kept / matched sentences)")
     overall.set_title("Projection quality against gold labels", fontsize=10)
     overall.legend(fontsize=8, loc="lower right")
