@@ -201,7 +201,9 @@ _EXPLANATIONS = {
               "languages, input minus each reason gives kept; below (several languages): each language's shares.",
     "labels": "Source side: every {kind} the source-language model found in the translations of the "
               "sentences that reached tagging (kept or dropped). Target side: the {kind}s of the kept sentences' "
-              "labels. A label whose share shrinks is lost by filters or projection more often than the others.",
+              "labels. A label whose share shrinks is lost by filters or projection more often than the others. "
+              "The target side can count more mentions than its sentences' source side: lexical projection also "
+              "labels further occurrences of an entity it found.",
     "lengths": "Tokens per sentence (words; characters for languages written without spaces).",
     "statuses": "What became of each translated entity when projected onto the raw sentence, in kept and dropped "
                 "sentences together (found/fuzzy/projected/split reached the target; the others are failures).",
