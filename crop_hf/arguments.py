@@ -77,20 +77,26 @@ def _text(value: Any) -> str:
 
 
 def parse_config(classes: Sequence[type], argv: Sequence[str] | None = None, *, prog: str | None = None,
-                 description: str | None = None) -> tuple[Any, ...]:
+                 description: str | None = None, positional: str | None = None) -> tuple[Any, ...]:
     """Read one instance of each dataclass in ``classes`` from ``argv`` (default: ``sys.argv[1:]``).
 
     ``argv`` may start with a JSON/YAML file of option values; options after it override the file.
-    Unknown options (in the file or on the command line) are an error naming them.
+    Unknown options (in the file or on the command line) are an error naming them. With
+    ``positional``, a bare first argument (after the file, if any) is that option's value
+    (``report OUT`` reads as ``report --output_dir OUT``).
     """
     import sys
 
     from transformers import HfArgumentParser
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    from_file: list[str] = []
     if argv and not argv[0].startswith("-") and Path(argv[0]).suffix in CONFIG_SUFFIXES:
         path = argv.pop(0)
-        argv = config_to_argv(read_config_file(path), classes, where=path) + argv
+        from_file = config_to_argv(read_config_file(path), classes, where=path)
+    if positional and argv and not argv[0].startswith("-"):
+        argv = [f"--{positional}", *argv]
+    argv = from_file + argv
     kwargs = {key: value for key, value in (("prog", prog), ("description", description)) if value is not None}
     parser = HfArgumentParser(list(classes), **kwargs)
     return tuple(parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False))

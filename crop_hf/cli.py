@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "synthesize": ("crop_hf.commands.synthesize", "build pseudo-labeled NER corpora in target languages (CroP)"),
     "demo": ("crop_hf.commands.demo", "offline smoke run of every synthesis stage with tiny random models"),
     "self-train": ("crop_hf.commands.self_train", "re-label discarded sentences with a self-trained multilingual model"),
+    "report": ("crop_hf.commands.report", "plots and an HTML page of a synthesized corpus, linked from its card"),
 }
 
 
@@ -53,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from crop_hf.arguments import parse_config
 
             configs = parse_config(module.CONFIG_CLASSES, argv[1:], prog=f"crop-hf {name}",
-                                   description=module.__doc__ or summary)
+                                   description=module.__doc__ or summary,
+                                   positional=getattr(module, "POSITIONAL", None))
             return int(module.run(*configs) or 0)
         sub = argparse.ArgumentParser(prog=f"crop-hf {name}", description=summary)
         module.add_arguments(sub)

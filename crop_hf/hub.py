@@ -287,11 +287,16 @@ def push_folder(folder: str | Path, repo_id: str, *, token: str | None = None, p
 
 
 def push_dataset(dataset_dict, repo_id: str, card: str | None = None, *, config_name: str = "default",
-                 private: bool | None = None, token: str | None = None) -> str:
-    """Upload a ``DatasetDict`` as parquet, then its card (which replaces the generic one); returns the URL."""
-    from huggingface_hub import DatasetCard
+                 private: bool | None = None, token: str | None = None,
+                 folders: Mapping[str, str | Path] | None = None) -> str:
+    """Upload a ``DatasetDict`` as parquet, then ``folders`` (path in the repo -> local folder, e.g. the
+    report plots the card links), then its card (which replaces the generic one); returns the URL."""
+    from huggingface_hub import DatasetCard, HfApi
 
     dataset_dict.push_to_hub(repo_id, config_name=config_name, private=private, token=token)
+    for path_in_repo, folder in (folders or {}).items():
+        HfApi(token=token).upload_folder(repo_id=repo_id, repo_type="dataset", folder_path=str(folder),
+                                         path_in_repo=path_in_repo, commit_message=f"Add {path_in_repo}")
     if card is not None:
         DatasetCard(card).push_to_hub(repo_id, token=token, repo_type="dataset")
     return f"https://huggingface.co/datasets/{repo_id}"

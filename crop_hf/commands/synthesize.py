@@ -33,6 +33,8 @@ def run(args: argparse.Namespace) -> int:
     result = synthesize(config)
     if result.statistics:  # the main process
         print(result.report())
+        if config.report:
+            print(f"report: {result.output_dir / 'report' / 'index.html'} (plots linked from the card)")
         if args.push_to_hub:
             url = push_to_hub(result, args.push_to_hub, private=args.private)
             print(f"pushed to {url}")

@@ -57,6 +57,11 @@ class SynthesisConfig:
     seed: int = field(default=0, metadata={"help": "Random seed (generation is deterministic with beam search)."})
     device: str | None = field(default=None, metadata={"help": "torch device; default: the Accelerate device."})
     show_progress: bool = field(default=True, metadata={"help": "Show tqdm progress bars on the main process."})
+    report: bool = field(
+        default=False,
+        metadata={"help": "At the end, write plots and an HTML page to OUTPUT_DIR/report and link the plots from "
+                  "the dataset card (crop-hf report; needs matplotlib: pip install 'crop-hf[report]')."},
+    )
 
     def __post_init__(self) -> None:
         if isinstance(self.target_langs, str):
@@ -74,6 +79,12 @@ class SynthesisConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.num_return_sequences > self.num_beams:
             raise ValueError("num_return_sequences cannot exceed num_beams")
+        if self.report:  # fail now, not after hours of synthesis
+            from importlib.util import find_spec
+
+            if find_spec("matplotlib") is None:
+                raise ImportError("report=True draws plots with matplotlib, which is not installed: "
+                                  "pip install 'crop-hf[report]'")
 
     def result_arguments(self) -> dict[str, Any]:
         """The fields that change results: they make up the shard fingerprint."""
@@ -83,7 +94,7 @@ class SynthesisConfig:
 
 #: Fields whose change invalidates finished shards. Not here: output_dir, target_langs (each
 #: language has its own shard folder and its language filter only involves that language and the
-#: source language), device and show_progress.
+#: source language), device, show_progress and report.
 RESULT_FIELDS: tuple[str, ...] = (
     "input", "source_lang", "mt_model", "mt_revision", "ner_model", "ner_revision", "method",
     "alignment_model", "batch_size", "num_beams", "num_return_sequences", "max_new_tokens", "max_words",

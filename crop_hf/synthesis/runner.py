@@ -158,6 +158,10 @@ class SynthesisRunner:
         card = synthesis_card(self.config, statistics, labels, command_line=command_line,
                               fingerprint=self.store.fingerprint, columns=STATISTICS_COLUMNS)
         atomic_write_bytes(output / "README.md", card.encode("utf-8"))
+        if self.config.report:
+            from crop_hf.report import write_report
+
+            write_report(output)  # plots under report/, linked from the card just written
         return result
 
 
@@ -179,14 +183,15 @@ def synthesize(config: SynthesisConfig, models: SynthesisModels | None = None, i
 
 
 def push_to_hub(result: SynthesisResult, repo_id: str, *, private: bool = False, token: str | None = None) -> str:
-    """Publish the synthesized dataset (parquet, one split per language), then its card; returns the URL."""
+    """Publish the synthesized dataset (parquet, one split per language), its report plots, then its card; returns the URL."""
     import datasets
 
     from crop_hf.hub import push_dataset
 
     card = (result.output_dir / "README.md").read_text(encoding="utf-8")
+    report = result.output_dir / "report"  # the card links these files (crop-hf report / synthesize --report)
     return push_dataset(datasets.load_from_disk(str(result.dataset_path)), repo_id, card, private=private,
-                        token=token)
+                        token=token, folders={"report": report} if report.is_dir() else None)
 
 
 def _state():
@@ -241,7 +246,7 @@ def _kept_features(labels):
 
     return ner_features(labels, extra={
         "source_translation": "string", "labeled_translation": "string", "back_translation": "string",
-        "projection_status": ["string"], "tokenization": "string"})
+        "source_labels": ["string"], "projection_status": ["string"], "tokenization": "string"})
 
 
 def _discarded_features():
@@ -256,6 +261,8 @@ def _discarded_features():
         "source_translation": datasets.Value("string"),
         "labeled_translation": datasets.Value("string"),
         "back_translation": datasets.Value("string"),
+        "source_labels": datasets.List(datasets.Value("string")),
+        "projection_status": datasets.List(datasets.Value("string")),
     })
 
 

@@ -220,6 +220,9 @@ def _rows(records: list[dict], labels: LabelSet) -> tuple[list[dict], list[dict]
             "source_translation": record["source_translation"],
             "labeled_translation": record["labeled_translation"],
             "back_translation": record["back_translation"],
+            # What the source NER model found, and what became of each entity: the report
+            # (crop_hf.report) compares source and target label distributions and counts failures.
+            "source_labels": [entity["label"] for entity in record.get("source_entities", [])],
         }
         if record["reason"] is None:
             kept.append({
@@ -240,5 +243,6 @@ def _rows(records: list[dict], labels: LabelSet) -> tuple[list[dict], list[dict]
                 "lang": record["lang"],
                 "reason": record["reason"],
                 **provenance,
+                "projection_status": [s.status for s in projection.statuses] if projection else [],
             })
     return kept, discarded, reasons
