@@ -50,13 +50,13 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
 def config_to_argv(values: Mapping[str, Any], classes: Sequence[type], where: str = "configuration") -> list[str]:
     """``{"name": "x", "langs": ["de", "es"]}`` → ``["--name", "x", "--langs", "de", "es"]`` for ``classes``' fields.
 
-    Unknown keys raise ``ValueError`` naming them and the valid ones; ``None`` values are left out
-    (the field keeps its default).
+    Unknown keys raise ``ValueError`` naming them and the valid ones ("unknown argument(s) ...");
+    ``None`` values have no command-line spelling and are left out (:func:`parse_config` applies them).
     """
     known = {f.name for cls in classes for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(values) - known)
     if unknown:
-        raise ValueError(f"{where}: unknown option(s) {', '.join(unknown)}; valid options: {', '.join(sorted(known))}")
+        raise ValueError(f"{where}: unknown argument(s) {', '.join(unknown)}; valid options: {', '.join(sorted(known))}")
     argv: list[str] = []
     for key, value in values.items():
         if value is None:
@@ -91,12 +91,23 @@ def parse_config(classes: Sequence[type], argv: Sequence[str] | None = None, *, 
 
     argv = list(sys.argv[1:] if argv is None else argv)
     from_file: list[str] = []
+    nulls: set[str] = set()  # options the file sets to null: no command-line spelling, applied after parsing
     if argv and not argv[0].startswith("-") and Path(argv[0]).suffix in CONFIG_SUFFIXES:
         path = argv.pop(0)
-        from_file = config_to_argv(read_config_file(path), classes, where=path)
+        values = read_config_file(path)
+        from_file = config_to_argv(values, classes, where=path)
+        given = {arg.split("=", 1)[0].lstrip("-").replace("-", "_") for arg in argv if arg.startswith("--")}
+        nulls = {key for key, value in values.items() if value is None} - given
     if positional and argv and not argv[0].startswith("-"):
         argv = [f"--{positional}", *argv]
     argv = from_file + argv
     kwargs = {key: value for key, value in (("prog", prog), ("description", description)) if value is not None}
     parser = HfArgumentParser(list(classes), **kwargs)
-    return tuple(parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False))
+    try:
+        configs = tuple(parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False))
+    except ValueError as error:  # a dataclass's __post_init__ refused a value: a usage error, said in one line
+        parser.error(str(error))
+    for config in configs:
+        for name in nulls & {f.name for f in dataclasses.fields(config)}:
+            setattr(config, name, None)
+    return configs

@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "synthesize": ("crop_hf.commands.synthesize", "build pseudo-labeled NER corpora in target languages (CroP)"),
     "demo": ("crop_hf.commands.demo", "offline smoke run of every synthesis stage with tiny random models"),
     "self-train": ("crop_hf.commands.self_train", "re-label discarded sentences with a self-trained multilingual model"),
+    "train-ner": ("crop_hf.commands.train_ner", "fine-tune a multilingual NER model and evaluate it per language"),
+    "build-dataset": ("crop_hf.commands.build_dataset", "build a corpus from its original release as parquet, or push it"),
     "report": ("crop_hf.commands.report", "plots and an HTML page of a synthesized corpus, linked from its card"),
 }
 
@@ -50,16 +52,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         name = argv[0]
         module_name, summary = COMMANDS[name]
         module = importlib.import_module(module_name)
-        if hasattr(module, "CONFIG_CLASSES"):
-            from crop_hf.arguments import parse_config
+        from crop_hf.arguments import parse_config
 
-            configs = parse_config(module.CONFIG_CLASSES, argv[1:], prog=f"crop-hf {name}",
-                                   description=module.__doc__ or summary,
-                                   positional=getattr(module, "POSITIONAL", None))
-            return int(module.run(*configs) or 0)
-        sub = argparse.ArgumentParser(prog=f"crop-hf {name}", description=summary)
-        module.add_arguments(sub)
-        return int(module.run(sub.parse_args(argv[1:])) or 0)
+        configs = parse_config(module.CONFIG_CLASSES, argv[1:], prog=f"crop-hf {name}",
+                               description=module.__doc__ or summary, positional=getattr(module, "POSITIONAL", None))
+        return int(module.run(*configs) or 0)
     args = parser.parse_args(argv)  # handles --help, --version and unknown commands
     if args.command is None:
         parser.print_help()

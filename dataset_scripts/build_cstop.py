@@ -1,12 +1,13 @@
-"""Build CSTOP (Spanglish task-oriented semantic parsing) from its release; write parquet or push.
+"""Build CSTOP from its release folder; write parquet or push.
 
     python dataset_scripts/build_cstop.py --data-dir CSTOP --output-dir out/cstop
+
+The same as ``crop-hf build-dataset --name cstop ...``; ``--help`` lists the options.
 """
 
-import logging
+import sys
 
-from crop_hf.data.publish import main
+from crop_hf.cli import main
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    main("cstop", ["default"], pretty_name="CSTOP")
+    sys.exit(main(["build-dataset", "--name", "cstop", *sys.argv[1:]]))

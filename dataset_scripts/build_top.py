@@ -1,17 +1,13 @@
-"""Build TOP (v1) or TOPv2 from the release, optionally only some domains; write parquet or push.
+"""Build TOP (v1, or TOPv2 with --configs v2) from its release folder; write parquet or push.
 
-    python dataset_scripts/build_top.py --configs v2 --domains weather --data-dir TOPv2_Dataset --output-dir out/top
+    python dataset_scripts/build_top.py --configs v2 --options domains=weather --data-dir TOPv2_Dataset --output-dir out/top
+
+The same as ``crop-hf build-dataset --name top ...``; ``--help`` lists the options.
 """
 
-import logging
+import sys
 
-from crop_hf.data.publish import main
-
-
-def _domains(parser):
-    parser.add_argument("--domains", nargs="+", help="keep only these domains (e.g. weather)")
-
+from crop_hf.cli import main
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    main("top", ["v1", "v2"], pretty_name="TOP", add_arguments=_domains)
+    sys.exit(main(["build-dataset", "--name", "top", *sys.argv[1:]]))

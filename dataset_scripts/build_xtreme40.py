@@ -1,13 +1,13 @@
 """Build XTREME-40 (PAN-X / WikiANN, 40 languages) from the PAN-X archive; write parquet or push.
 
     python dataset_scripts/build_xtreme40.py --configs de en nl --data-dir wikiann --output-dir out/xtreme40
+
+The same as ``crop-hf build-dataset --name xtreme40 ...``; ``--help`` lists the options.
 """
 
-import logging
+import sys
 
-from crop_hf.data.publish import main
-from crop_hf.data.xtreme40 import XTREME40_LANGUAGES
+from crop_hf.cli import main
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    main("xtreme40", [*XTREME40_LANGUAGES, "all"], pretty_name="XTREME-40 PAN-X NER")
+    sys.exit(main(["build-dataset", "--name", "xtreme40", *sys.argv[1:]]))

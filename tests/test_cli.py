@@ -53,3 +53,28 @@ def test_subcommand_help_lists_its_options(capsys):
         main(["env", "--help"])
     assert exit_info.value.code == 0
     assert "--json" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_is_configuration_dataclasses_and_run(name):
+    import dataclasses
+    import importlib
+
+    module = importlib.import_module(COMMANDS[name][0])
+    assert module.CONFIG_CLASSES and all(dataclasses.is_dataclass(cls) for cls in module.CONFIG_CLASSES)
+    assert callable(module.run)
+    for cls in module.CONFIG_CLASSES:
+        for field in dataclasses.fields(cls):
+            assert field.metadata.get("help"), f"{name}: --{field.name} has no help"
+
+
+def test_a_command_reads_its_options_from_a_yaml_file_and_the_line_overrides_it(tmp_path, capsys):
+    config = tmp_path / "env.yaml"
+    config.write_text("json: true\n")
+    assert main(["env", str(config)]) == 0
+    assert json.loads(capsys.readouterr().out)["crop-hf"] == crop_hf.__version__
+    assert main(["env", str(config), "--json", "false"]) == 0
+    assert not capsys.readouterr().out.startswith("{")
+    config.write_text("jsn: true\n")
+    with pytest.raises(ValueError, match=r"unknown argument\(s\) jsn; valid options: json"):
+        main(["env", str(config)])

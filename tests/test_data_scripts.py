@@ -11,7 +11,7 @@ import datasets
 import pytest
 from data_fixtures import FIXTURES, build, data_cache  # noqa: F401  (pytest fixtures)
 
-from crop_hf.data import publish
+from crop_hf.cli import main
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "dataset_scripts"
 
@@ -37,9 +37,8 @@ def test_cstop_script_writes_parquet_that_loads_as_the_builder(tmp_path, build, 
 
 def test_conll5_parquet_keeps_rows_and_class_labels(tmp_path, shared_data, build, data_cache):  # noqa: F811
     out = tmp_path / "conll5"
-    publish.main("conll5", ["en", "de", "es", "nl", "no"],
-                 ["--configs", "es", "--data-dir", str(shared_data / "conll2002"), "--output-dir", str(out),
-                  "--cache-dir", str(data_cache)])
+    assert main(["build-dataset", "--name", "conll5", "--configs", "es", "--data-dir", str(shared_data / "conll2002"),
+                 "--output-dir", str(out), "--cache-dir", str(data_cache)]) == 0
     loaded = datasets.load_dataset(str(out), "es", cache_dir=str(tmp_path / "hf"))
     expected = build("conll5", "es", shared_data / "conll2002")
     assert loaded["train"].features == expected["train"].features
@@ -66,6 +65,8 @@ def test_push_to_hub_uploads_each_config_and_the_card(monkeypatch, build):  # no
     assert calls[1][:2] == ("card", "org/top") and "path: v2/train-*" in calls[1][2]
 
 
-def test_script_needs_a_target():
-    with pytest.raises(SystemExit):
-        publish.main("cstop", ["default"], ["--data-dir", str(FIXTURES / "cstop")])
+def test_script_needs_a_target(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["build-dataset", "--name", "cstop", "--data-dir", str(FIXTURES / "cstop")])
+    assert exit_info.value.code == 2
+    assert "give exactly one of output_dir (write parquet) and push_to_hub (upload)" in capsys.readouterr().err

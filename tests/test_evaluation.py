@@ -109,13 +109,13 @@ def test_evaluate_ner_command_prints_the_per_language_table(learned, task_corpor
 
 
 def test_evaluate_ner_command_on_the_real_conll5_builder(shared_data, learned, capsys):  # noqa: F811
-    """``--dataset conll5 --configs es,nl`` reaches the builder with ``data_dir`` (real CoNLL-2002 files)."""
+    """``--sources conll5:es?data_dir=...`` reaches the builder with ``data_dir`` (real CoNLL-2002 files)."""
     pytest.importorskip("crop_hf.data.conll5")
     from crop_hf.cli import main
 
     data_dir = shared_data / "conll2002"
-    code = main(["evaluate-ner", "--model", str(learned.output_dir), "--dataset", "conll5", "--configs", "es,nl",
-                 "--dataset_arg", f"data_dir={data_dir}", "--split", "test", "--max_samples", "40", "--no_per_type"])
+    code = main(["evaluate-ner", "--model", str(learned.output_dir), "--sources", f"conll5:es?data_dir={data_dir}",
+                 f"conll5:nl?data_dir={data_dir}", "--split", "test", "--max_samples", "40", "--no_per_type"])
     assert code == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["test", "es", "nl", "avg"]

@@ -9,20 +9,30 @@ files, the dataset and its card all work before real models are downloaded.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import tempfile
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 SAMPLE_LANGUAGES = ("de", "es", "nl", "zh")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--output_dir", "--output-dir", default=None,
-                        help="Where to write (default: a new temporary folder).")
-    parser.add_argument("--target_langs", "--target-langs", nargs="+", default=list(SAMPLE_LANGUAGES),
-                        choices=SAMPLE_LANGUAGES, help="Which bundled sample languages to run.")
+@dataclass
+class DemoConfig:
+    """Options of ``crop-hf demo``."""
+
+    output_dir: str | None = field(default=None, metadata={"help": "Where to write (default: a new temporary folder)."})
+    target_langs: list[str] = field(default_factory=lambda: list(SAMPLE_LANGUAGES),
+                                    metadata={"help": f"Bundled sample languages to run ({' '.join(SAMPLE_LANGUAGES)})."})
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.target_langs) - set(SAMPLE_LANGUAGES))
+        if unknown:
+            raise ValueError(f"no bundled sample sentences for {unknown}; choose among {', '.join(SAMPLE_LANGUAGES)}")
+
+
+CONFIG_CLASSES = (DemoConfig,)
 
 
 def sample_path() -> str:
@@ -30,22 +40,22 @@ def sample_path() -> str:
     return str(Path(str(resources.files("crop_hf") / "resources" / "samples")) / "{lang}.txt")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(config: DemoConfig) -> int:
     from crop_hf.synthesis import SynthesisConfig, synthesize
     from crop_hf.tiny import build_tiny_m2m100, build_tiny_xlmr_ner
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    output = Path(args.output_dir or tempfile.mkdtemp(prefix="crop-hf-demo-"))
+    output = Path(config.output_dir or tempfile.mkdtemp(prefix="crop-hf-demo-"))
     print("SMOKE RUN with tiny random-weight models: the labels are meaningless.")
-    corpus = [line for lang in args.target_langs for line in Path(sample_path().format(lang=lang)).read_text(
+    corpus = [line for lang in config.target_langs for line in Path(sample_path().format(lang=lang)).read_text(
         encoding="utf-8").splitlines()]
     mt_model = build_tiny_m2m100(output / "models" / "tiny-m2m100", corpus=corpus)
     ner_model = build_tiny_xlmr_ner(output / "models" / "tiny-xlmr-ner", corpus=corpus)
-    config = SynthesisConfig(
-        target_langs=args.target_langs, input=sample_path(), output_dir=str(output / "synthesis"),
+    synthesis = SynthesisConfig(
+        target_langs=config.target_langs, input=sample_path(), output_dir=str(output / "synthesis"),
         mt_model=str(mt_model), ner_model=str(ner_model), num_beams=2, num_return_sequences=2,
         max_new_tokens=32, shard_size=4,
     )
-    result = synthesize(config)
+    result = synthesize(synthesis)
     print(result.report())
     return 0

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import platform
+from dataclasses import dataclass, field
 from importlib import metadata
 
 PACKAGES = (
     "crop-hf", "torch", "transformers", "tokenizers", "datasets", "accelerate", "huggingface_hub",
     "sentencepiece", "peft", "seqeval", "sacrebleu", "langid", "eflomal", "simalign",
 )
+
+
+@dataclass
+class EnvConfig:
+    """Options of ``crop-hf env``."""
+
+    json: bool = field(default=False, metadata={"help": "Print one JSON object instead of a table."})
+
+
+CONFIG_CLASSES = (EnvConfig,)
 
 
 def collect() -> dict[str, str]:
@@ -24,13 +34,9 @@ def collect() -> dict[str, str]:
     return info
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-
-
-def run(args: argparse.Namespace) -> int:
+def run(config: EnvConfig) -> int:
     info = collect()
-    if args.json:
+    if config.json:
         print(json.dumps(info, indent=2))
     else:
         width = max(map(len, info))

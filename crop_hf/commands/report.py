@@ -44,9 +44,9 @@ CONFIG_CLASSES = (ReportConfig,)
 
 
 def run(config: ReportConfig) -> int:
+    from crop_hf.labels import parse_label_map
     from crop_hf.report import write_report
     from crop_hf.report.page import summary
-    from crop_hf.training.sources import parse_label_map
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     files = write_report(config.output_dir, gold=config.gold, gold_split=config.gold_split,

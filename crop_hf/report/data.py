@@ -263,13 +263,9 @@ def read_gold(spec: str, languages: Sequence[str], *, split: str | None = None,
     """
     import datasets
 
-    from crop_hf.training.sources import (
-        is_split_by_language,
-        load_spec,
-        rename_tag,
-        split_by_language,
-        tag_strings,
-    )
+    from crop_hf.data.features import tag_strings
+    from crop_hf.data.sources import is_split_by_language, load_spec, split_by_language
+    from crop_hf.labels import rename_tag
 
     def splits_of(loaded, where: str) -> list:
         if isinstance(loaded, datasets.Dataset):

@@ -13,10 +13,8 @@ after it:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Literal
 
 __all__ = ["DataArguments", "ModelArguments", "NerTrainingArguments", "parse_arguments"]
@@ -147,43 +145,15 @@ class NerTrainingArguments:
 ARGUMENT_CLASSES = (ModelArguments, DataArguments, NerTrainingArguments)
 
 
-def _read_config(path: Path) -> dict:
-    text = path.read_text(encoding="utf-8")
-    if path.suffix in {".yaml", ".yml"}:
-        import yaml
-
-        data = yaml.safe_load(text)
-    else:
-        data = json.loads(text)
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping of argument names to values at the top level")
-    return data
-
-
 def parse_arguments(argv: Sequence[str] | None = None):
     """Read ``(ModelArguments, DataArguments, NerTrainingArguments)`` from ``argv``.
 
     ``argv`` may start with a ``.json``/``.yaml``/``.yml`` file of argument values; options given
     after it override the file. Unknown keys in the file are an error that names them.
     """
-    import sys
+    from crop_hf.arguments import parse_config
 
-    from transformers import HfArgumentParser
-
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = HfArgumentParser(ARGUMENT_CLASSES)
-    if argv and Path(argv[0]).suffix in {".json", ".yaml", ".yml"} and not argv[0].startswith("-"):
-        path = Path(argv.pop(0))
-        values = _read_config(path)
-        known = {action.dest for action in parser._actions}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"{path}: unknown argument(s) {', '.join(unknown)}")
-        for action in parser._actions:
-            if action.dest in values:
-                action.required = False  # the file supplies it; the command line may still override
-        parser.set_defaults(**values)
-    return parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False)
+    return parse_config(ARGUMENT_CLASSES, argv, prog="crop-hf train-ner")
 
 
 def arguments_to_dict(*groups) -> dict:
