@@ -31,7 +31,6 @@ __all__ = [
     "format_table",
     "load_eval_sets",
     "predict_tags",
-    "score_rows",
     "score_tags",
     "write_all_results",
 ]
@@ -277,26 +276,10 @@ def evaluate_pretrained(model_name_or_path: str, specs: Sequence[str], *, split:
                         show_progress=show_progress)
 
 
-def score_rows(evaluation: NerEvaluation, per_type: bool = True) -> tuple[list[str], list[list[str]]]:
-    """``(columns, rows)`` of an evaluation: languages (and ``avg``) as columns; P, R, F1, per-type F1 and
-    sentence counts as rows, in percent. The one table behind the printed table and the model card."""
-    columns = dict(evaluation.languages)
-    if evaluation.average is not None:
-        columns[AVERAGE] = evaluation.average
-    percent = lambda value: f"{100 * value:.1f}"  # noqa: E731
-    rows = [[metric, *(percent(getattr(s, metric)) for s in columns.values())]
-            for metric in ("precision", "recall", "f1")]
-    if per_type:
-        for entity_type in sorted({t for s in columns.values() for t in s.per_type}):
-            rows.append([f"{entity_type} f1", *(percent(s.per_type[entity_type]["f1"]) if entity_type in s.per_type
-                                                else "-" for s in columns.values())])
-    rows.append(["sentences", *(str(s.sentences) for s in columns.values())])
-    return list(columns), rows
-
-
 def format_table(evaluation: NerEvaluation, per_type: bool = True) -> str:
     """A text table: languages (and ``avg``) as columns; P, R, F1 and per-type F1 as rows, in percent."""
     from crop_hf.tables import format_table as render
+    from crop_hf.tables import score_rows
 
     columns, rows = score_rows(evaluation, per_type)
     return render([evaluation.split, *columns], rows, align_first="left")

@@ -83,7 +83,7 @@ def model_index_results(evaluations: Sequence[Any]) -> list:
 
 
 def _evaluation_table(evaluation) -> dict[str, Any]:
-    from crop_hf.evaluation import score_rows
+    from crop_hf.tables import score_rows
 
     columns, rows = score_rows(evaluation)
     return {"split": evaluation.split, "table": format_table(["metric", *columns], rows, style="markdown"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-__all__ = ["format_table"]
+__all__ = ["format_table", "score_rows"]
 
 
 def format_table(header: Sequence[Any], rows: Sequence[Sequence[Any]], *,
@@ -46,3 +46,21 @@ def format_table(header: Sequence[Any], rows: Sequence[Sequence[Any]], *,
         return "  ".join(cells)
 
     return "\n".join([line(header), "  ".join("-" * width for width in widths), *map(line, body)])
+
+
+def score_rows(evaluation: Any, per_type: bool = True) -> tuple[list[str], list[list[str]]]:
+    """``(columns, rows)`` of a :class:`crop_hf.evaluation.NerEvaluation`: languages (and ``avg``) as columns;
+    P, R, F1, per-type F1 and sentence counts as rows, in percent. The one table behind the printed
+    evaluation table and the model card."""
+    columns = dict(evaluation.languages)
+    if evaluation.average is not None:
+        columns["avg"] = evaluation.average
+    percent = lambda value: f"{100 * value:.1f}"  # noqa: E731
+    rows = [[metric, *(percent(getattr(s, metric)) for s in columns.values())]
+            for metric in ("precision", "recall", "f1")]
+    if per_type:
+        for entity_type in sorted({t for s in columns.values() for t in s.per_type}):
+            rows.append([f"{entity_type} f1", *(percent(s.per_type[entity_type]["f1"]) if entity_type in s.per_type
+                                                else "-" for s in columns.values())])
+    rows.append(["sentences", *(str(s.sentences) for s in columns.values())])
+    return list(columns), rows
