@@ -84,7 +84,7 @@ def test_long_sentences_are_cut_with_a_warning(tiny_bert, caplog):
 
 def test_bad_arguments_are_reported(tiny_bert, aligner):
     with pytest.raises(ValueError, match="unknown alignment method"):
-        EmbeddingAligner(tiny_bert, method="best")
+        EmbeddingAligner(tiny_bert, layer=2, method="best")
     with pytest.raises(ValueError, match="unknown alignment method"):
         aligner.align_methods(["a"], ["b"], ["best"])
     with pytest.raises(ValueError, match="2 source sentences but 1 target"):

@@ -135,6 +135,11 @@ class _SentenceBuffer:
     def fail(self, error: FormatError) -> None:
         self.broken = self.skipper.defer(error)
 
+    def undecodable(self, number: int, encoding: str) -> None:
+        """A line of the sentence could not be decoded: the sentence is broken (once)."""
+        if self.broken is None:
+            self.fail(_undecodable(self.name, number, encoding))
+
     def flush(self) -> TaggedSentence | None:
         """The finished sentence (``None`` for none or a skipped one); the buffer starts afresh."""
         tokens, tags, lines, lang, broken = self.tokens, self.tags, self.lines, self.lang, self.broken
@@ -185,8 +190,7 @@ def read_conll(
     columns = f"{min_columns}" if min_columns == max_columns else f"{min_columns} to {max_columns}"
     for number, text in iter_lines(source, encoding):
         if text is None:
-            if buffer.broken is None:
-                buffer.fail(_undecodable(name, number, encoding))
+            buffer.undecodable(number, encoding)
             continue
         if separator is None:
             fields = text.split()
@@ -258,8 +262,7 @@ def read_conllu_ner(
     prefix = f"{misc_key}="
     for number, text in iter_lines(source, "utf-8"):
         if text is None:
-            if buffer.broken is None:
-                buffer.fail(_undecodable(name, number, "UTF-8"))
+            buffer.undecodable(number, "UTF-8")
             continue
         if not text.strip():
             sentence = buffer.flush()
@@ -304,8 +307,7 @@ def read_panx(
     buffer = _SentenceBuffer(name, skipper, "IOB2", None, label_set)
     for number, text in iter_lines(source, "utf-8"):
         if text is None:
-            if buffer.broken is None:
-                buffer.fail(_undecodable(name, number, "UTF-8"))
+            buffer.undecodable(number, "UTF-8")
             continue
         if not text.strip():
             sentence = buffer.flush()
