@@ -72,7 +72,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         model = args.model
         if model is None:
-            from crop_hf.tiny import build_tiny_m2m100
+            from crop_hf.demo_models import build_tiny_m2m100
 
             model = str(build_tiny_m2m100(folder, d_model=256, layers=2))
         device = int(args.device) if args.device.lstrip("-").isdigit() else args.device

@@ -61,7 +61,7 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=10_000, help="N: the smaller input (the larger is 10×N)")
     args = parser.parse_args()
 
-    from crop_hf.tiny import build_tiny_m2m100, build_tiny_xlmr_ner
+    from crop_hf.demo_models import build_tiny_m2m100, build_tiny_xlmr_ner
 
     with tempfile.TemporaryDirectory() as folder:
         workdir = Path(folder)

@@ -36,7 +36,7 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def tiny_m2m100(tmp_path_factory) -> Path:
     """Folder of a random-weight M2M100 with a trained SentencePiece tokenizer and __SLOT{i}__ tokens."""
-    from crop_hf.tiny import build_tiny_m2m100
+    from crop_hf.demo_models import build_tiny_m2m100
 
     return build_tiny_m2m100(tmp_path_factory.mktemp("tiny-m2m100"))
 
@@ -44,7 +44,7 @@ def tiny_m2m100(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_xlmr_ner(tmp_path_factory) -> Path:
     """Folder of a random-weight XLM-R token classifier over the CoNLL labels."""
-    from crop_hf.tiny import build_tiny_xlmr_ner
+    from crop_hf.demo_models import build_tiny_xlmr_ner
 
     return build_tiny_xlmr_ner(tmp_path_factory.mktemp("tiny-xlmr-ner"))
 
@@ -52,7 +52,7 @@ def tiny_xlmr_ner(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_bart(tmp_path_factory) -> Path:
     """Folder of a random-weight BART with a byte-level BPE tokenizer."""
-    from crop_hf.tiny import build_tiny_bart
+    from tiny_models import build_tiny_bart
 
     return build_tiny_bart(tmp_path_factory.mktemp("tiny-bart"))
 
@@ -60,6 +60,6 @@ def tiny_bart(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory) -> Path:
     """Folder of a random-weight BERT encoder with a small WordPiece vocabulary (words split into subwords)."""
-    from crop_hf.tiny import build_tiny_bert
+    from tiny_models import build_tiny_bert
 
     return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))

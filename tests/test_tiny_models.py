@@ -12,8 +12,8 @@ from transformers import (
 )
 from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
 
+from crop_hf.demo_models import SLOT_TOKENS, build_tiny_m2m100
 from crop_hf.labels import CONLL_LABELS
-from crop_hf.tiny import SLOT_TOKENS, build_tiny_m2m100
 
 M2M100_CODES = FAIRSEQ_LANGUAGE_CODES["m2m100"]
 

@@ -125,8 +125,8 @@ def test_mixed_precision_flag_reaches_the_forward_pass(task_model_dir, task_corp
 
 def test_a_model_head_lacking_training_labels_is_an_error(tmp_path, task_corpora):  # noqa: F811
     """A PAN-X model (no MISC) trained on a corpus with MISC needs ignore_mismatched_sizes."""
+    from crop_hf.demo_models import build_tiny_xlmr_ner
     from crop_hf.labels import PANX_LABELS
-    from crop_hf.tiny import build_tiny_xlmr_ner
     from crop_hf.training import LabelConflictError
 
     panx_model = build_tiny_xlmr_ner(tmp_path / "panx", labels=PANX_LABELS, layers=1)

@@ -107,7 +107,7 @@ def fresh_accelerate_state():
 @pytest.fixture(scope="session")
 def task_model_dir(tmp_path_factory):
     """A tiny random XLM-R whose tokenizer knows the synthetic task's words (CoNLL labels)."""
-    from crop_hf.tiny import build_tiny_xlmr_ner
+    from crop_hf.demo_models import build_tiny_xlmr_ner
 
     return build_tiny_xlmr_ner(tmp_path_factory.mktemp("task-xlmr"), corpus=all_sentences())
 

@@ -41,8 +41,8 @@ def sample_path() -> str:
 
 
 def run(config: DemoConfig) -> int:
+    from crop_hf.demo_models import build_tiny_m2m100, build_tiny_xlmr_ner
     from crop_hf.synthesis import SynthesisConfig, synthesize
-    from crop_hf.tiny import build_tiny_m2m100, build_tiny_xlmr_ner
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     output = Path(config.output_dir or tempfile.mkdtemp(prefix="crop-hf-demo-"))

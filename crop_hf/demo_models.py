@@ -1,0 +1,195 @@
+"""The tiny random-weight models ``crop-hf demo`` runs on: an M2M100 translator and an XLM-R tagger.
+
+Built offline in about a second: each builder trains its tokenizer on a small corpus, writes a
+model with random weights and saves both with ``save_pretrained``, so the folder loads back
+through ``AutoTokenizer`` and ``AutoModel*.from_pretrained(folder)``, exactly the path a Hub
+checkpoint takes. They prove plumbing, not quality (train them where something must be learned).
+Tests and benchmarks use them too; their other tiny models live in ``tests/tiny_models.py``.
+
+>>> from crop_hf.demo_models import build_tiny_m2m100
+>>> path = build_tiny_m2m100("/tmp/tiny-m2m100")  # doctest: +SKIP
+>>> AutoModelForSeq2SeqLM.from_pretrained(path)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import string
+from collections.abc import Iterable
+from pathlib import Path
+
+from crop_hf.labels import CONLL_LABELS, LabelSet
+
+__all__ = ["SAMPLE_CORPUS", "SLOT_TOKENS", "build_tiny_m2m100", "build_tiny_xlmr_ner"]
+
+#: The boundary markers of labeled sequence translation that tiny translation models know as single tokens.
+SLOT_TOKENS: tuple[str, ...] = tuple(f"__SLOT{i}__" for i in range(16))
+
+#: A few sentences in several scripts, so every tokenizer covers Latin, accented, CJK, Cyrillic,
+#: Arabic and Thai characters even when a caller brings no corpus of its own.
+SAMPLE_CORPUS: tuple[str, ...] = (
+    "I live in Gothenburg and work for Volvo .",
+    "Angela Merkel visited Paris on Monday .",
+    "Ich wohne in Göteborg und arbeite für Volvo .",
+    "Vivo en Gotemburgo y trabajo para Volvo .",
+    "Ik woon in Göteborg en werk bij Volvo .",
+    "Jeg bor i Göteborg og jobber for Volvo .",
+    "Dime el clima para next Friday en Miami",
+    "我住在哥德堡，在沃尔沃工作。",
+    "私はヨーテボリに住んでいます。",
+    "Я живу в Гётеборге и работаю в Volvo .",
+    "أعيش في غوتنبرغ وأعمل في فولفو .",
+    "ฉันอาศัยอยู่ในโกเธนเบิร์ก",
+    string.ascii_letters + " " + string.digits + " " + string.punctuation,
+)
+
+
+def _corpus(corpus: Iterable[str] | None) -> list[str]:
+    lines = [line for line in (corpus or ()) if line.strip()]
+    return lines + list(SAMPLE_CORPUS)
+
+
+def _train_sentencepiece(lines: list[str], vocab_size: int, user_defined_symbols: Iterable[str] = ()):
+    """Train a unigram SentencePiece model in memory; returns ``(serialized_model, processor)``."""
+    import sentencepiece as spm
+
+    buffer = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines),
+        model_writer=buffer,
+        vocab_size=vocab_size,
+        hard_vocab_limit=False,  # a tiny corpus may not support the requested size
+        user_defined_symbols=list(user_defined_symbols),
+        character_coverage=1.0,
+        model_type="unigram",
+        unk_id=0,
+        bos_id=-1,
+        eos_id=-1,
+        minloglevel=2,
+    )
+    model = buffer.getvalue()
+    return model, spm.SentencePieceProcessor(model_proto=model)
+
+
+def _pieces(processor) -> list[tuple[str, float]]:
+    """Ordinary pieces (no control or unknown symbols) with their scores."""
+    return [
+        (processor.id_to_piece(i), processor.get_score(i))
+        for i in range(processor.get_piece_size())
+        if not (processor.is_unknown(i) or processor.is_control(i))
+    ]
+
+
+def _encoder_decoder_settings(tokenizer, d_model: int, layers: int) -> dict:
+    """Sizes and special ids shared by the tiny M2M100 and BART configs (fairseq conventions)."""
+    return {
+        "d_model": d_model,
+        "encoder_layers": layers,
+        "decoder_layers": layers,
+        "encoder_attention_heads": 2,
+        "decoder_attention_heads": 2,
+        "encoder_ffn_dim": 2 * d_model,
+        "decoder_ffn_dim": 2 * d_model,
+        "max_position_embeddings": 256,
+        "pad_token_id": tokenizer.pad_token_id,
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+        "decoder_start_token_id": tokenizer.eos_token_id,
+    }
+
+
+def build_tiny_m2m100(
+    save_dir: str | Path,
+    corpus: Iterable[str] | None = None,
+    *,
+    vocab_size: int = 400,
+    d_model: int = 32,
+    layers: int = 1,
+    seed: int = 0,
+) -> Path:
+    """Write a tiny M2M100 translation model and its tokenizer to ``save_dir``.
+
+    The SentencePiece model is trained on ``corpus`` plus :data:`SAMPLE_CORPUS`, with the
+    boundary markers ``__SLOT0__`` … ``__SLOT15__`` as user-defined pieces: each is one token, and
+    decoding keeps the spaces around it as SentencePiece restores them. All 100 M2M100 language
+    codes are registered as special tokens (``get_lang_id``, ``src_lang``/``tgt_lang``).
+    """
+    import torch
+    from transformers import M2M100Config, M2M100ForConditionalGeneration, M2M100Tokenizer
+    from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
+
+    save_dir = Path(save_dir)
+    save_dir.mkdir(parents=True, exist_ok=True)
+    model_bytes, processor = _train_sentencepiece(_corpus(corpus), vocab_size, SLOT_TOKENS)
+    (save_dir / "sentencepiece.bpe.model").write_bytes(model_bytes)
+    # M2M100's vocab.json: fairseq's four specials first, then the SentencePiece pieces.
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+    for piece, _ in _pieces(processor):
+        vocab.setdefault(piece, len(vocab))
+    (save_dir / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    # Passed explicitly: transformers 5 does not register the language tokens as special by itself,
+    # and unregistered they are split into pieces by SentencePiece.
+    language_tokens = [f"__{code}__" for code in FAIRSEQ_LANGUAGE_CODES["m2m100"]]
+    tokenizer = M2M100Tokenizer(
+        str(save_dir / "vocab.json"),
+        str(save_dir / "sentencepiece.bpe.model"),
+        additional_special_tokens=language_tokens,
+    )
+    tokenizer.save_pretrained(save_dir)
+
+    torch.manual_seed(seed)
+    config = M2M100Config(
+        vocab_size=len(tokenizer) + tokenizer.num_madeup_words,
+        dropout=0.0,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        **_encoder_decoder_settings(tokenizer, d_model, layers),
+    )
+    M2M100ForConditionalGeneration(config).save_pretrained(save_dir)
+    return save_dir
+
+
+def build_tiny_xlmr_ner(
+    save_dir: str | Path,
+    labels: LabelSet | Iterable[str] = CONLL_LABELS,
+    corpus: Iterable[str] | None = None,
+    *,
+    vocab_size: int = 400,
+    hidden_size: int = 32,
+    layers: int = 2,
+    seed: int = 0,
+) -> Path:
+    """Write a tiny XLM-R token-classification model over ``labels`` (CoNLL by default).
+
+    The tokenizer is XLM-R's layout (``<s> <pad> </s> <unk>``, SentencePiece unigram pieces,
+    ``<mask>`` last); ``config.json`` carries ``id2label``/``label2id``, so
+    ``pipeline("token-classification", model=save_dir, aggregation_strategy="first")`` works.
+    """
+    import torch
+    from transformers import XLMRobertaConfig, XLMRobertaForTokenClassification, XLMRobertaTokenizer
+
+    save_dir = Path(save_dir)
+    save_dir.mkdir(parents=True, exist_ok=True)
+    names = list(labels)
+    _, processor = _train_sentencepiece(_corpus(corpus), vocab_size)
+    specials = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
+    tokenizer = XLMRobertaTokenizer(vocab=[*specials, *_pieces(processor), ("<mask>", 0.0)])
+    tokenizer.save_pretrained(save_dir)
+
+    torch.manual_seed(seed)
+    config = XLMRobertaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=2 * hidden_size,
+        max_position_embeddings=258,  # RoBERTa positions start after the padding index
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        id2label=dict(enumerate(names)),
+        label2id={name: i for i, name in enumerate(names)},
+    )
+    XLMRobertaForTokenClassification(config).save_pretrained(save_dir)
+    return save_dir
