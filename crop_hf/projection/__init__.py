@@ -4,6 +4,7 @@
   for zh, ja, th, my, km, lo, bo), longest first, without overlaps;
 * :func:`project_fuzzy` — exact matching, then RapidFuzz similarity (EasyProject-style);
 * :func:`project_alignment` — CSTOP's copying of source spans over a word alignment;
+* :func:`project_hybrid` — lexical matching first, alignment for the entities it cannot place;
 * :class:`ProjectionPipeline` — all three as ``transformers.pipeline("projection", ...)``.
 
 Every method returns a :class:`ProjectionResult` (tokens, IOB2 tags, projected entities, one
@@ -17,6 +18,7 @@ transformers or torch; ``ProjectionPipeline`` loads them when first accessed.
 
 from crop_hf.projection.alignment import project_alignment, source_spans
 from crop_hf.projection.fuzzy import project_fuzzy
+from crop_hf.projection.hybrid import project_hybrid
 from crop_hf.projection.lexical import LexicalMatcher, TranslatedEntity, project_lexical, read_entities
 from crop_hf.projection.result import EntityStatus, ProjectedEntity, ProjectionResult
 from crop_hf.projection.target import (
@@ -41,6 +43,7 @@ __all__ = [
     "is_punctuation",
     "project_alignment",
     "project_fuzzy",
+    "project_hybrid",
     "project_lexical",
     "read_entities",
     "source_spans",

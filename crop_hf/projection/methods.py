@@ -2,7 +2,8 @@
 
 A method takes a :class:`ProjectionExample` (the target sentence plus what the method reads:
 translated entities for ``lexical``/``fuzzy``, labeled source words and an alignment for
-``alignment``) and options, and returns a :class:`~crop_hf.projection.ProjectionResult`.
+``alignment`` and ``hybrid``, which matches the source words (or translated entities, when
+given) lexically first) and options, and returns a :class:`~crop_hf.projection.ProjectionResult`.
 :func:`project_examples` runs one method over a batch, aligning in one go the examples that
 have no alignment yet (eflomal and embedding aligners both work best on many pairs at once).
 
@@ -25,6 +26,7 @@ from typing import Any
 from crop_hf.labels import Span
 from crop_hf.projection.alignment import project_alignment
 from crop_hf.projection.fuzzy import project_fuzzy
+from crop_hf.projection.hybrid import project_hybrid
 from crop_hf.projection.lexical import project_lexical
 from crop_hf.projection.result import ProjectionResult
 from crop_hf.projection.target import Normalizer, TargetSentence
@@ -93,6 +95,13 @@ def _alignment(example: ProjectionExample, **options) -> ProjectionResult:
                              **options)
 
 
+def _hybrid(example: ProjectionExample, **options) -> ProjectionResult:
+    if example.alignment is None:
+        raise ValueError("hybrid projection needs an alignment for every example (see align_missing)")
+    return project_hybrid(example.source_tokens, example.source_spans, example.target, example.alignment,
+                          entities=example.entities, **_normalized(options))
+
+
 #: name -> method. ``method=`` everywhere (pipeline, synthesis, commands) is a key of this table.
 PROJECTION_METHODS: dict[str, ProjectionMethod] = {
     method.name: method
@@ -102,6 +111,8 @@ PROJECTION_METHODS: dict[str, ProjectionMethod] = {
                          drop_incomplete=True),
         ProjectionMethod("alignment", _alignment, ("fill_gaps", "drop_incomplete"), uses_alignment=True,
                          drop_incomplete=False),
+        ProjectionMethod("hybrid", _hybrid, ("nfkc", "strip_punctuation", "fill_gaps", "drop_incomplete"),
+                         uses_alignment=True, drop_incomplete=False),
     )
 }
 

@@ -192,6 +192,7 @@ class ProjectionPipeline(Pipeline):
         if label_names is not None and tags and not isinstance(tags[0], (str, Sequence)):
             tags = [label_names[int(t)] for t in tags]
         example.source_tokens = list(inputs["source_tokens"]) if inputs.get("source_tokens") is not None else None
+        example.entities = inputs.get("translation", inputs.get("entities"))  # hybrid: target texts of the spans
         example.source_spans = source_spans(tags, scheme)
         alignment = inputs.get("alignment")
         if alignment is not None:

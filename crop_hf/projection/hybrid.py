@@ -1,0 +1,107 @@
+"""Hybrid projection: lexical matching where it can place a slot, word alignment where it cannot.
+
+Lexical matching is precise but finds only the entities whose words reappear in the target
+(names, and the English words of a code-switched rewrite); alignment finds them all but places
+some wrongly. Hybrid projection takes the best of both, entity by entity:
+
+1. **exact**: each entity's text (its source words, or its translation when ``entities`` are
+   given) is looked for in the target as :func:`~crop_hf.projection.project_lexical` does
+   (longest first, whole tokens, no overlaps);
+2. **normalized**: the entities still missing are looked for again case-folded
+   (``Normalizer(ignore_case=True)``), never touching a token the exact pass claimed;
+3. **alignment**: the entities still missing are projected through the word alignment as
+   :func:`~crop_hf.projection.project_alignment` does (the split rule, ``fill_gaps``), with every
+   link into a token that lexical matching placed removed first, so alignment never overlaps
+   what lexical matching found.
+
+Statuses: ``"found"`` for both lexical passes (the entity's ``match`` says ``"exact"`` or
+``"normalized"``), then the alignment statuses (``"projected"``, ``"split"``, ``"unaligned"``,
+...). Like alignment projection, incomplete sentences are kept by default (CSTOP).
+
+>>> result = project_hybrid(["Pause", "my", "timer", "for", "Liz"], ["O", "O", "B-METHOD", "O", "B-NAME"],
+...                         ["liz", "ke", "liye", "mera", "ghadi", "roko"], [(1, 3), (2, 4), (4, 0), (0, 5)])
+>>> result.tags, [s.status for s in result.statuses]
+(['B-NAME', 'O', 'O', 'O', 'B-METHOD', 'O'], ['projected', 'found'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from crop_hf.alignment.symmetrize import parse_pharaoh
+from crop_hf.labels import TagScheme
+from crop_hf.projection.alignment import project_alignment, source_spans
+from crop_hf.projection.lexical import LexicalMatcher, read_entities
+from crop_hf.projection.result import EntityStatus, ProjectedEntity, ProjectionResult
+from crop_hf.projection.target import Normalizer, TargetSentence, Tokenization, tokenize_target
+
+__all__ = ["project_hybrid"]
+
+
+def project_hybrid(
+    source_tokens: Sequence[str],
+    source_tags: Sequence,
+    target: str | Sequence[str] | TargetSentence,
+    alignment: Iterable[tuple[int, int]] | str,
+    *,
+    entities: Any = None,
+    lang: str | None = None,
+    tokenization: Tokenization = "auto",
+    normalizer: Normalizer | None = None,
+    fill_gaps: int = 0,
+    scheme: TagScheme = "IOB2",
+    drop_incomplete: bool = False,
+) -> ProjectionResult:
+    """Project source spans by lexical matching first and word alignment for the rest (see the module docstring).
+
+    Args:
+        source_tokens: the source words.
+        source_tags: source tags in ``scheme``, or ``(start, end, label)`` spans.
+        target: the target sentence, as text or tokens (tokenized like the alignment's target side).
+        alignment: ``(source_word, target_word)`` pairs, or Pharaoh text.
+        entities: the entities' target-language texts, one per source span in order (a
+            labeled-translation output, its entity list, or ``(text, label)`` pairs); by default
+            the source words themselves are looked for (right for code-switched rewrites and names).
+        normalizer: the exact pass's comparison (the normalized pass adds case folding to it).
+        fill_gaps: the alignment pass joins pieces separated by at most this many words.
+        drop_incomplete: mark sentences with an unprojected span as not kept.
+    """
+    sentence = target if isinstance(target, TargetSentence) else tokenize_target(target, lang, tokenization)
+    spans = source_spans(source_tags, scheme)
+    if entities is None:
+        texts = [(" ".join(source_tokens[span.start:span.end]), span.label) for span in spans]
+    else:
+        items, _ = read_entities(entities)
+        if len(items) != len(spans):
+            raise ValueError(f"{len(items)} entity texts for {len(spans)} source spans; give one per span, in order")
+        texts = [(item.text, span.label) for item, span in zip(items, spans, strict=True)]
+
+    exact = normalizer or Normalizer()
+    claimed = bytearray(len(sentence.tokens))  # shared by both lexical passes
+    status: list[str | None] = [None] * len(spans)
+    projected: list[ProjectedEntity] = []
+    for compare, match in ((exact, "exact"), (replace(exact, ignore_case=True), "normalized")):
+        matcher = LexicalMatcher(sentence, compare)
+        matcher.claimed = claimed
+        keys = {k: matcher.keys(text) for k, (text, _) in enumerate(texts) if status[k] is None}
+        for k in sorted(keys, key=lambda k: -len(keys[k][0])):  # longest first, as lexical projection
+            for key in keys[k]:
+                found = matcher.find(key)
+                if found is not None:
+                    status[k] = "found"
+                    projected.append(matcher.entity(*found, texts[k][1], k, match))
+                    break
+
+    missing = [k for k, value in enumerate(status) if value is None]
+    if missing:
+        links = parse_pharaoh(alignment) if isinstance(alignment, str) else list(alignment)
+        free = [(i, j) for i, j in links if not (0 <= j < len(claimed) and claimed[j])]
+        aligned = project_alignment(source_tokens, [spans[k] for k in missing], sentence, free,
+                                    fill_gaps=fill_gaps, drop_incomplete=False)
+        for position, k in enumerate(missing):
+            status[k] = aligned.statuses[position].status
+        projected += [entity._replace(source=missing[entity.source]) for entity in aligned.entities]
+    statuses = [EntityStatus(text, label, value) for (text, label), value in zip(texts, status, strict=True)]
+    return ProjectionResult.build(sentence, projected, statuses, "hybrid", drop_incomplete=drop_incomplete)

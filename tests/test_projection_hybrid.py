@@ -1,0 +1,94 @@
+"""Hybrid projection: lexical matching (exact, then case-folded) first, word alignment for what it cannot place."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from crop_hf.labels import is_valid, tags_to_spans
+from crop_hf.projection import ProjectionPipeline, project_alignment, project_hybrid
+from crop_hf.projection.methods import PROJECTION_METHODS, ProjectionExample, project_examples
+from crop_hf.projection.target import tokenize_target
+
+
+def test_lexical_first_then_case_folded_then_alignment():
+    source = ["Set", "a", "timer", "for", "Liz", "in", "New", "York"]
+    tags = ["O", "O", "B-METHOD", "O", "B-NAME", "O", "B-LOC", "I-LOC"]
+    target = ["liz", "ke", "liye", "New", "York", "mein", "ghadi", "lagao"]
+    links = [(2, 6), (4, 0), (6, 3), (7, 4), (0, 7)]
+    result = project_hybrid(source, tags, target, links)
+    assert result.tags == ["B-NAME", "O", "O", "B-LOC", "I-LOC", "O", "B-METHOD", "O"]
+    assert [s.status for s in result.statuses] == ["projected", "found", "found"]
+    by_label = {e.label: e.match for e in result.entities}
+    assert by_label == {"LOC": "exact", "NAME": "normalized", "METHOD": "alignment"}
+    assert result.complete and result.method == "hybrid"
+
+
+def test_alignment_never_overlaps_what_lexical_matching_placed():
+    # "Berlin" (LOC) is found lexically at target word 2; the alignment wrongly links the PER span
+    # "Anna Schmidt" to words 1-2. Alignment projection alone lets LOC lose word 2 or PER take it.
+    source, tags = ["Anna", "Schmidt", "in", "Berlin"], ["B-PER", "I-PER", "O", "B-LOC"]
+    target = ["die", "Frau", "Berlin", "besucht"]
+    links = [(0, 1), (1, 2), (3, 3)]
+    hybrid = project_hybrid(source, tags, target, links)
+    assert hybrid.tags == ["O", "B-PER", "B-LOC", "O"]
+    plain = project_alignment(source, tags, target, links)
+    assert plain.tags != hybrid.tags  # the link into "Berlin" was not used by the PER span
+
+
+def test_translated_entities_are_what_lexical_matching_looks_for():
+    result = project_hybrid(["the", "White", "House"], ["O", "B-ORG", "I-ORG"], ["la", "Casa", "Blanca"],
+                            [], entities=[("Casa Blanca", "ORG")])
+    assert result.tags == ["O", "B-ORG", "I-ORG"] and result.statuses[0].status == "found"
+    with pytest.raises(ValueError, match="1 entity texts for 2 source spans"):
+        project_hybrid(["a", "b"], ["B-X", "B-Y"], ["a", "b"], [], entities=[("a", "X")])
+    with pytest.raises(ValueError, match="outside the sentences"):
+        project_hybrid(["a", "b"], ["B-X", "O"], ["c"], [(0, 5)])
+
+
+_words = st.sampled_from(["a", "b", "c", "d", "e", "f"])
+
+
+@st.composite
+def _cases(draw):
+    source = draw(st.lists(_words, min_size=1, max_size=7))
+    target = draw(st.lists(_words, min_size=1, max_size=7))
+    tags, i = [], 0
+    while i < len(source):
+        if draw(st.booleans()):
+            length = draw(st.integers(1, min(2, len(source) - i)))
+            label = draw(st.sampled_from(["X", "Y"]))
+            tags += [f"B-{label}"] + [f"I-{label}"] * (length - 1)
+            i += length
+        else:
+            tags.append("O")
+            i += 1
+    links = draw(st.lists(st.tuples(st.integers(0, len(source) - 1), st.integers(0, len(target) - 1)),
+                          unique=True, max_size=10))
+    return source, tags, target, links
+
+
+@given(_cases())
+def test_hybrid_is_valid_disjoint_and_alignment_where_nothing_matches(case):
+    source, tags, target, links = case
+    result = project_hybrid(source, tags, target, links)
+    assert is_valid(result.tags)
+    placed = [set(range(e.token_start, e.token_end)) for e in result.entities]
+    assert all(not (a & b) for i, a in enumerate(placed) for b in placed[i + 1:])
+    lexical = {j for e in result.entities if e.match in {"exact", "normalized"} for j in range(e.token_start, e.token_end)}
+    aligned = {j for e in result.entities if e.match == "alignment" for j in range(e.token_start, e.token_end)}
+    assert not lexical & aligned
+    assert len(result.statuses) == len(tags_to_spans(tags))
+    upper = [w.upper() + "Z" for w in target]  # no source word can match: hybrid is alignment projection
+    assert project_hybrid(source, tags, upper, links).tags == project_alignment(source, tags, upper, links).tags
+
+
+def test_hybrid_is_a_registry_row_the_pipeline_and_synthesis_share():
+    assert PROJECTION_METHODS["hybrid"].uses_alignment
+    example = ProjectionExample(tokenize_target(["liz", "ghadi"]), source_tokens=["timer", "Liz"],
+                                source_spans=tags_to_spans(["B-METHOD", "B-NAME"]), alignment=[(0, 1)])
+    (result,) = project_examples("hybrid", [example])
+    out = ProjectionPipeline(method="hybrid")({"target": ["liz", "ghadi"], "source_tokens": ["timer", "Liz"],
+                                                "source_tags": ["B-METHOD", "B-NAME"], "alignment": "0-1"})
+    assert out["tags"] == result.tags == ["B-NAME", "B-METHOD"]
