@@ -98,3 +98,15 @@ def test_output_is_valid_and_every_projected_word_is_aligned_to_its_span(data):
         for j in range(entity.token_start, entity.token_end):
             assert any(span.start <= i < span.end and jj == j for i, jj in links)
         assert target[entity.token_start] != "," and target[entity.token_end - 1] != ","
+
+
+def test_largest_piece_keeps_the_piece_with_most_links_then_the_longest():
+    source, tags, target = ["a", "b", "c"], ["B-X", "I-X", "I-X"], ["p", "q", "r", "s", "t"]
+    links = [(0, 0), (1, 3), (2, 3), (2, 4)]  # pieces [0] (1 link) and [3, 4] (3 links)
+    assert project_alignment(source, tags, target, links).tags == ["B-X", "O", "O", "B-X", "I-X"]
+    result = project_alignment(source, tags, target, links, pieces="largest")
+    assert result.tags == ["O", "O", "O", "B-X", "I-X"] and result.statuses[0].status == "split"
+    tie = project_alignment(source, tags, target, [(0, 0), (1, 1), (2, 4), (2, 3)], pieces="largest")
+    assert tie.tags == ["B-X", "I-X", "O", "O", "O"]  # two links each and equally long: the first piece
+    with pytest.raises(ValueError, match="pieces must be"):
+        project_alignment(source, tags, target, links, pieces="all")

@@ -66,13 +66,13 @@ def _cases(draw):
             i += 1
     links = draw(st.lists(st.tuples(st.integers(0, len(source) - 1), st.integers(0, len(target) - 1)),
                           unique=True, max_size=10))
-    return source, tags, target, links
+    return source, tags, target, links, draw(st.integers(0, 2))
 
 
 @given(_cases())
 def test_hybrid_is_valid_disjoint_and_alignment_where_nothing_matches(case):
-    source, tags, target, links = case
-    result = project_hybrid(source, tags, target, links)
+    source, tags, target, links, fill_gaps = case
+    result = project_hybrid(source, tags, target, links, fill_gaps=fill_gaps)
     assert is_valid(result.tags)
     placed = [set(range(e.token_start, e.token_end)) for e in result.entities]
     assert all(not (a & b) for i, a in enumerate(placed) for b in placed[i + 1:])
@@ -81,7 +81,21 @@ def test_hybrid_is_valid_disjoint_and_alignment_where_nothing_matches(case):
     assert not lexical & aligned
     assert len(result.statuses) == len(tags_to_spans(tags))
     upper = [w.upper() + "Z" for w in target]  # no source word can match: hybrid is alignment projection
-    assert project_hybrid(source, tags, upper, links).tags == project_alignment(source, tags, upper, links).tags
+    for pieces in ("split", "largest"):
+        assert (project_hybrid(source, tags, upper, links, fill_gaps=fill_gaps, pieces=pieces).tags
+                == project_alignment(source, tags, upper, links, fill_gaps=fill_gaps, pieces=pieces).tags)
+
+
+def test_gap_filling_never_crosses_a_lexical_match():
+    """Regression (Hinglish-TOP): a slot's gap filled across a lexically placed slot made overlapping spans."""
+    source = ["remind", "Ana", "to", "call", "Bo"]
+    tags = ["O", "B-PERSON", "B-TODO", "I-TODO", "B-NAME"]
+    target = ["Ana", "ko", "Bo", "ko", "call"]  # "Bo" is placed lexically inside the gap of TODO's links
+    result = project_hybrid(source, tags, target, [(2, 1), (3, 4)], fill_gaps=3, pieces="split")
+    assert result.tags == ["B-PERSON", "B-TODO", "B-NAME", "B-TODO", "I-TODO"]
+    assert [s.status for s in result.statuses] == ["found", "split", "found"]
+    largest = project_hybrid(source, tags, target, [(2, 1), (3, 4), (2, 4)], fill_gaps=3)
+    assert largest.tags == ["B-PERSON", "O", "B-NAME", "B-TODO", "I-TODO"]  # the piece with more links
 
 
 def test_hybrid_is_a_registry_row_the_pipeline_and_synthesis_share():

@@ -5,7 +5,8 @@ Given a labeled source sentence, a target sentence and a word alignment between 
 
 1. a source span's label goes to the **union of the target words aligned to any of its words**;
 2. if those words are not contiguous, each contiguous piece becomes **a separate span of the
-   same type** (CSTOP's rule for discontinuous slots); ``fill_gaps=N`` first joins pieces
+   same type** (CSTOP's rule for discontinuous slots; ``pieces="largest"`` keeps only the piece
+   with the most links, then the longest, then the first); ``fill_gaps=N`` first joins pieces
    separated by at most ``N`` unaligned-to-this-span words;
 3. a target word claimed by several source spans goes to the span with the **most alignment
    links to that word**; ties go to the span with more links overall, then to the earlier span.
@@ -29,7 +30,8 @@ translation).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
+from typing import Literal
 
 from crop_hf.alignment.symmetrize import parse_pharaoh
 from crop_hf.labels import Span, TagScheme, tags_to_spans
@@ -69,6 +71,8 @@ def project_alignment(
     fill_gaps: int = 0,
     scheme: TagScheme = "IOB2",
     drop_incomplete: bool = False,
+    reserved: Collection[int] = (),
+    pieces: Literal["split", "largest"] = "split",
 ) -> ProjectionResult:
     """Project source spans through a word alignment (see the module docstring for the rules).
 
@@ -79,9 +83,15 @@ def project_alignment(
         alignment: ``(source_word, target_word)`` pairs, or Pharaoh text ``"0-0 1-2"``.
         fill_gaps: join pieces of one span separated by at most this many words.
         drop_incomplete: mark sentences with an unprojected span as not kept.
+        pieces: ``"split"`` makes every contiguous piece a slot (CSTOP); ``"largest"`` keeps the
+            piece with the most alignment links (fewer false positives from stray links).
+        reserved: target words already labeled by other means (hybrid projection's lexical
+            matches): no span takes them, links into them are ignored and no gap is filled across them.
     """
     if fill_gaps < 0:
         raise ValueError(f"fill_gaps must be >= 0, got {fill_gaps}")
+    if pieces not in ("split", "largest"):
+        raise ValueError(f"pieces must be 'split' or 'largest', got {pieces!r}")
     sentence = target if isinstance(target, TargetSentence) else tokenize_target(target, lang, tokenization)
     links = parse_pharaoh(alignment) if isinstance(alignment, str) else sorted(set(alignment))
     spans = source_spans(source_tags, scheme)
@@ -105,7 +115,11 @@ def project_alignment(
     for i, j in links:
         if i in source_of:
             link_counts[source_of[i]][j] += 1
-    candidates = [{j for run in _runs(counts, fill_gaps) for j in run} for counts in link_counts]
+    reserved = set(reserved)
+    for counts in link_counts:
+        for j in reserved & counts.keys():
+            del counts[j]
+    candidates = [{j for run in _runs(counts, fill_gaps) for j in run if j not in reserved} for counts in link_counts]
     totals = [sum(counts.values()) for counts in link_counts]
 
     owner: dict[int, int] = {}
@@ -118,23 +132,25 @@ def project_alignment(
     projected: list[ProjectedEntity] = []
     statuses: list[EntityStatus] = []
     for k, span in enumerate(spans):
-        pieces = []
+        found = []
         for run in _runs(j for j in candidates[k] if owner[j] == k):
             while run and is_punctuation(sentence.tokens[run[0]]):
                 run.pop(0)
             while run and is_punctuation(sentence.tokens[run[-1]]):
                 run.pop()
             if run:
-                pieces.append(run)
+                found.append(run)
         if not link_counts[k]:
             status = "unaligned"
-        elif not pieces:
+        elif not found:
             won = [j for j in candidates[k] if owner[j] == k]
             status = "punctuation" if won else "conflict"
         else:
-            status = "projected" if len(pieces) == 1 else "split"
+            status = "projected" if len(found) == 1 else "split"
+        if pieces == "largest" and len(found) > 1:
+            found = [max(found, key=lambda run, k=k: (sum(link_counts[k][j] for j in run), len(run), -run[0]))]
         text = " ".join(source_tokens[span.start:span.end]) if source_tokens is not None else ""
         statuses.append(EntityStatus(text, span.label, status))
-        for run in pieces:
+        for run in found:
             projected.append(ProjectedEntity.over(sentence, run[0], run[-1] + 1, span.label, k, "alignment"))
     return ProjectionResult.build(sentence, projected, statuses, "alignment", drop_incomplete=drop_incomplete)

@@ -10,9 +10,12 @@ some wrongly. Hybrid projection takes the best of both, entity by entity:
 2. **normalized**: the entities still missing are looked for again case-folded
    (``Normalizer(ignore_case=True)``), never touching a token the exact pass claimed;
 3. **alignment**: the entities still missing are projected through the word alignment as
-   :func:`~crop_hf.projection.project_alignment` does (the split rule, ``fill_gaps``), with every
-   link into a token that lexical matching placed removed first, so alignment never overlaps
-   what lexical matching found.
+   :func:`~crop_hf.projection.project_alignment` does, with every token that lexical matching
+   placed reserved (no link into it counts, no gap is filled across it), so alignment never
+   overlaps what lexical matching found. Defaults chosen on Hinglish-TOP
+   (``benchmarks/bench_projection_quality.py``): gaps of one word are filled (``fill_gaps=1``)
+   and of several pieces only the one with the most links is kept (``pieces="largest"``);
+   ``fill_gaps=0, pieces="split"`` is CSTOP's plain split rule.
 
 Statuses: ``"found"`` for both lexical passes (the entity's ``match`` says ``"exact"`` or
 ``"normalized"``), then the alignment statuses (``"projected"``, ``"split"``, ``"unaligned"``,
@@ -28,9 +31,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
-from crop_hf.alignment.symmetrize import parse_pharaoh
 from crop_hf.labels import TagScheme
 from crop_hf.projection.alignment import project_alignment, source_spans
 from crop_hf.projection.lexical import LexicalMatcher, read_entities
@@ -50,7 +52,8 @@ def project_hybrid(
     lang: str | None = None,
     tokenization: Tokenization = "auto",
     normalizer: Normalizer | None = None,
-    fill_gaps: int = 0,
+    fill_gaps: int = 1,
+    pieces: Literal["split", "largest"] = "largest",
     scheme: TagScheme = "IOB2",
     drop_incomplete: bool = False,
 ) -> ProjectionResult:
@@ -66,6 +69,7 @@ def project_hybrid(
             the source words themselves are looked for (right for code-switched rewrites and names).
         normalizer: the exact pass's comparison (the normalized pass adds case folding to it).
         fill_gaps: the alignment pass joins pieces separated by at most this many words.
+        pieces: what the alignment pass keeps of a discontinuous slot: ``"largest"`` or ``"split"``.
         drop_incomplete: mark sentences with an unprojected span as not kept.
     """
     sentence = target if isinstance(target, TargetSentence) else tokenize_target(target, lang, tokenization)
@@ -96,10 +100,9 @@ def project_hybrid(
 
     missing = [k for k, value in enumerate(status) if value is None]
     if missing:
-        links = parse_pharaoh(alignment) if isinstance(alignment, str) else list(alignment)
-        free = [(i, j) for i, j in links if not (0 <= j < len(claimed) and claimed[j])]
-        aligned = project_alignment(source_tokens, [spans[k] for k in missing], sentence, free,
-                                    fill_gaps=fill_gaps, drop_incomplete=False)
+        aligned = project_alignment(source_tokens, [spans[k] for k in missing], sentence, alignment,
+                                    fill_gaps=fill_gaps, pieces=pieces, drop_incomplete=False,
+                                    reserved=[j for j, taken in enumerate(claimed) if taken])
         for position, k in enumerate(missing):
             status[k] = aligned.statuses[position].status
         projected += [entity._replace(source=missing[entity.source]) for entity in aligned.entities]

@@ -109,9 +109,9 @@ PROJECTION_METHODS: dict[str, ProjectionMethod] = {
         ProjectionMethod("lexical", _lexical, _MATCHING_OPTIONS, uses_alignment=False, drop_incomplete=True),
         ProjectionMethod("fuzzy", _fuzzy, (*_MATCHING_OPTIONS, "threshold"), uses_alignment=False,
                          drop_incomplete=True),
-        ProjectionMethod("alignment", _alignment, ("fill_gaps", "drop_incomplete"), uses_alignment=True,
+        ProjectionMethod("alignment", _alignment, ("fill_gaps", "pieces", "drop_incomplete"), uses_alignment=True,
                          drop_incomplete=False),
-        ProjectionMethod("hybrid", _hybrid, ("nfkc", "strip_punctuation", "fill_gaps", "drop_incomplete"),
+        ProjectionMethod("hybrid", _hybrid, ("nfkc", "strip_punctuation", "fill_gaps", "pieces", "drop_incomplete"),
                          uses_alignment=True, drop_incomplete=False),
     )
 }
