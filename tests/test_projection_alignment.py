@@ -67,7 +67,7 @@ def test_conflicts_go_to_the_span_with_most_links_to_the_word():
 def test_unaligned_span_and_text_target_and_errors():
     result = project_alignment(["Hi", "Anna"], ["O", "B-PER"], "Hola Anna", "0-0")
     assert result.statuses[0].status == "unaligned" and not result.complete
-    assert result.tokenization == "whitespace"
+    assert result.tokenization == "words"
     zh = project_alignment(["in", "Gothenburg"], ["O", "B-LOC"], "在哥德堡", "0-0 1-1 1-2 1-3", lang="zh")
     assert zh.tags == ["O", "B-LOC", "I-LOC", "I-LOC"] and zh.entities[0].text == "哥德堡"
     from_spans = project_alignment(None, [Span(1, 2, "PER")], ["Hola", "Anna"], [(1, 1)])

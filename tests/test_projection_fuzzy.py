@@ -55,3 +55,9 @@ def test_fuzzy_is_a_superset_of_lexical():
 def test_threshold_is_validated():
     with pytest.raises(ValueError, match="threshold"):
         project_fuzzy("a", [("a", "X")], threshold=0)
+
+
+def test_fuzzy_matching_ignores_case():
+    """A raw sentence in capitals still matches the translated entity (case-folded similarity)."""
+    result = project_fuzzy("FLUG NACH NEW YORK HEUTE", [("New Yorck", "LOC")])
+    assert result.tags == ["O", "O", "B-LOC", "I-LOC", "O"] and result.statuses[0].status == "fuzzy"

@@ -19,12 +19,25 @@ def spans(result):
 # -- German: punctuation glued to an entity at the end of the sentence, entity at the start ----------
 
 def test_de_entities_at_both_edges_with_glued_punctuation():
-    result = project_lexical("Angela Merkel besuchte gestern Göteborg.", [("Angela Merkel", "PER"), ("Göteborg", "LOC")])
+    result = project_lexical("Angela Merkel besuchte gestern Göteborg.", [("Angela Merkel", "PER"), ("Göteborg", "LOC")],
+                             tokenization="whitespace")
     assert result.tokenization == "whitespace"
     assert result.tags == ["B-PER", "I-PER", "O", "O", "B-LOC"]
     goteborg = result.entities[1]
     assert (goteborg.text, goteborg.start, goteborg.end) == ("Göteborg", 31, 39)  # the "." is not part of it
     assert result.complete and result.kept
+
+
+def test_raw_text_gives_clean_tokens_with_offsets_into_the_text():
+    """Regression: projection onto raw text labelled ``Göteborg,`` and ``Oslo.`` with their punctuation."""
+    text = "Ich fahre nach Göteborg, dann nach Oslo."
+    result = project_lexical(text, [("Göteborg", "LOC"), ("Oslo", "LOC")])
+    assert result.tokenization == "words"
+    assert result.tokens == ["Ich", "fahre", "nach", "Göteborg", ",", "dann", "nach", "Oslo", "."]
+    assert result.tags == ["O", "O", "O", "B-LOC", "O", "O", "O", "B-LOC", "O"]
+    assert [text[e.start:e.end] for e in result.entities] == ["Göteborg", "Oslo"]
+    sentence = tokenize_target(text)
+    assert [text[a:b] for a, b in sentence.offsets] == sentence.tokens
 
 
 def test_de_quotes_and_inner_hyphen_tokenized_differently():
@@ -35,7 +48,8 @@ def test_de_quotes_and_inner_hyphen_tokenized_differently():
 
 
 def test_de_without_punctuation_stripping_glued_tokens_do_not_match():
-    result = project_lexical("Ich wohne in Göteborg.", [("Göteborg", "LOC")], normalizer=Normalizer(strip_punctuation=False))
+    result = project_lexical("Ich wohne in Göteborg.", [("Göteborg", "LOC")], normalizer=Normalizer(strip_punctuation=False),
+                             tokenization="whitespace")
     assert result.statuses[0].status == "missing" and not result.kept
 
 
@@ -119,7 +133,7 @@ def test_th_entity_at_end_with_combining_marks():
 
 def test_ar_punctuation_and_missing_clitic_form():
     result = project_lexical("أعيش في غوتنبرغ وأعمل في فولفو.", [("غوتنبرغ", "LOC"), ("فولفو", "ORG")])
-    assert result.tags == ["O", "O", "B-LOC", "O", "O", "B-ORG"]
+    assert result.tags == ["O", "O", "B-LOC", "O", "O", "B-ORG", "O"]  # the final "." is a token of its own
     assert result.entities[1].text == "فولفو"
     clitic = project_lexical("أعيش في غوتنبرغ وفولفو", [("فولفو", "ORG")])
     assert clitic.statuses[0].status == "missing"
@@ -169,9 +183,12 @@ def test_bad_entities_are_reported():
 
 def test_offsets_survive_irregular_whitespace():
     text = "  Ich\twohne  in\u00a0Göteborg. "
-    sentence = tokenize_target(text)
+    sentence = tokenize_target(text, tokenization="whitespace")
     assert sentence.tokens == ["Ich", "wohne", "in", "Göteborg."]
     assert [text[s:e] for s, e in sentence.offsets] == sentence.tokens
+    words = tokenize_target(text)
+    assert words.tokens == ["Ich", "wohne", "in", "Göteborg", "."]
+    assert [text[s:e] for s, e in words.offsets] == words.tokens
     entity = project_lexical(text, [("Göteborg", "LOC")]).entities[0]
     assert text[entity.start:entity.end] == "Göteborg"
 
@@ -182,7 +199,7 @@ def test_language_decides_tokenization():
     assert not uses_characters("Ich wohne in Göteborg (哥德堡)")
     assert tokenize_target("a b", tokenization="characters").tokens == ["a", "b"]
     with pytest.raises(ValueError, match="tokenization must be"):
-        tokenize_target("a", tokenization="words")
+        tokenize_target("a", tokenization="wordpiece")
 
 
 # -- properties -------------------------------------------------------------------------------------

@@ -60,8 +60,9 @@ def _fuzzy_pass(state: _Pass, threshold: float) -> None:
     runs = _candidate_runs(state, int(longest * (200 - threshold) / max(threshold, 1e-9)) + 1)
     if not runs:
         return
+    # Case-folded: "NEW YORK" in the raw sentence is a match for a translated "New York".
     scores = process.cdist([state.keys[k][-1] for k in missing], [text for _, _, text in runs],
-                           scorer=fuzz.ratio, score_cutoff=threshold)
+                           scorer=fuzz.ratio, processor=str.casefold, score_cutoff=threshold)
     pairs = [
         (-float(scores[row, col]), row, runs[col][0], col)
         for row, col in zip(*scores.nonzero(), strict=True)

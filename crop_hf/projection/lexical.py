@@ -37,7 +37,7 @@ as that ``entities`` list, or as ``(text, label)`` pairs.
 >>> result.tags, result.tokenization
 (['O', 'O', 'O', 'B-LOC', 'I-LOC', 'I-LOC', 'O'], 'characters')
 >>> project_lexical("Ich wohne in Göteborg.", [("Göteborg", "LOC")]).tags
-['O', 'O', 'O', 'B-LOC']
+['O', 'O', 'O', 'B-LOC', 'O']
 """
 
 from __future__ import annotations
@@ -245,7 +245,8 @@ def project_lexical(
         target: the raw target sentence, as text or as its tokens.
         entities: a ``labeled-translation`` output, its ``entities`` list, or ``(text, label)`` pairs.
         lang: the target language code; decides character matching for text (zh, ja, th, ...).
-        tokenization: ``"auto"``, ``"whitespace"`` or ``"characters"`` for text targets.
+        tokenization: ``"auto"`` (words, or characters for zh, ja, th, ...), ``"words"``, ``"whitespace"`` or
+            ``"characters"`` for text targets.
         normalizer: how tokens are compared (default: NFKC, case-sensitive, edge punctuation stripped).
         repeated: ``"all"`` also labels further occurrences of found entities; ``"once"`` does not.
         drop_incomplete: an incomplete sentence gets ``kept=False`` (CroP drops it).

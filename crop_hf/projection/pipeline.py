@@ -93,7 +93,7 @@ class ProjectionPipeline(Pipeline):
         layer, token_type, distortion: of the embedding aligner built from ``model`` (SimAlign's
             defaults: layer 8, ``"bpe"``, 0).
         align_method: the embedding aligner's method, ``"itermax"`` (default), ``"argmax"``, ``"match"``.
-        lang, tokenization: target language / ``"auto"``, ``"whitespace"``, ``"characters"``.
+        lang, tokenization: target language / ``"auto"``, ``"words"``, ``"whitespace"``, ``"characters"``.
         ignore_case, nfkc, strip_punctuation, repeated, threshold: lexical and fuzzy matching options
             (:func:`~crop_hf.projection.project_lexical`, :func:`~crop_hf.projection.project_fuzzy`).
         fill_gaps, label_names, scheme: alignment projection options.

@@ -88,7 +88,7 @@ class ProjectionResult:
 
     ``complete`` is true when every input entity reached the target; ``kept`` says whether the
     sentence belongs in the projected corpus (incomplete sentences are dropped unless the caller
-    asked to keep them). ``tokenization`` is ``"given"``, ``"whitespace"`` or ``"characters"``.
+    asked to keep them). ``tokenization`` is ``"given"``, ``"words"``, ``"whitespace"`` or ``"characters"``.
     """
 
     tokens: list[str]

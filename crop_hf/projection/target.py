@@ -3,7 +3,11 @@
 Projection labels the tokens of a *target* sentence. A sentence comes either as tokens (a
 corpus such as PAN-X or CoNLL, tokenized already: kept as given) or as text, which is split
 
-* on whitespace, for languages written with spaces;
+* into words, for languages written with spaces: on whitespace, with punctuation at the edges of
+  a word split off as tokens of its own (``Göteborg,`` gives ``Göteborg`` ``,``; ``(Oslo)``
+  gives ``(`` ``Oslo`` ``)``), as CoNLL and PAN-X tokenize, while punctuation inside a word stays
+  (``Jean-Pierre``, ``3:57``, and abbreviations such as ``U.S.`` keep their final period);
+  ``tokenization="whitespace"`` splits on whitespace only;
 * into characters, for languages written without them (:data:`NO_SPACE_LANGUAGES`: Chinese,
   Japanese, Thai, Burmese, Khmer, Lao, Tibetan). A combining mark (and a half-width kana voicing
   mark) stays with its base character, so a Thai vowel sign is never a token of its own.
@@ -44,7 +48,7 @@ __all__ = [
     "uses_characters",
 ]
 
-Tokenization = Literal["auto", "whitespace", "characters"]
+Tokenization = Literal["auto", "words", "whitespace", "characters"]
 
 #: Languages written without spaces between words (ISO 639-1, with their ISO 639-3 codes).
 NO_SPACE_LANGUAGES: frozenset[str] = frozenset({
@@ -105,7 +109,8 @@ class TargetSentence:
     """A tokenized target sentence.
 
     ``offsets`` are the character spans of the tokens in ``text`` when the sentence came as
-    text, else ``None``. ``tokenization`` is ``"given"``, ``"whitespace"`` or ``"characters"``.
+    text, else ``None``. ``tokenization`` is ``"given"``, ``"words"``, ``"whitespace"`` or
+    ``"characters"``.
     """
 
     tokens: list[str]
@@ -140,6 +145,38 @@ def _whitespace_tokens(text: str) -> tuple[list[str], list[tuple[int, int]]]:
     return tokens, offsets
 
 
+#: A word of letters and periods that ends in one (``U.S.``, ``e.g.``): its final period is part of it.
+_ABBREVIATION = re.compile(r"(?:\w\.){2,}")
+
+
+def _word_tokens(text: str) -> tuple[list[str], list[tuple[int, int]]]:
+    """Whitespace tokens with punctuation at their edges split off, one token per punctuation character."""
+    words, spans = _whitespace_tokens(text)
+    tokens: list[str] = []
+    offsets: list[tuple[int, int]] = []
+    for word, (start, end) in zip(words, spans, strict=True):
+        if word.isalnum() or (is_punctuation(word) and len(word) == 1):
+            tokens.append(word)
+            offsets.append((start, end))
+            continue
+        lead, trail = start, end
+        while lead < trail and unicodedata.category(text[lead])[0] == "P":
+            lead += 1
+        while trail > lead and unicodedata.category(text[trail - 1])[0] == "P" and not (
+                text[trail - 1] == "." and _ABBREVIATION.fullmatch(text[lead:trail])):
+            trail -= 1
+        for i in range(start, lead):
+            tokens.append(text[i])
+            offsets.append((i, i + 1))
+        if lead < trail:
+            tokens.append(text[lead:trail])
+            offsets.append((lead, trail))
+        for i in range(trail, end):
+            tokens.append(text[i])
+            offsets.append((i, i + 1))
+    return tokens, offsets
+
+
 def _character_tokens(text: str) -> tuple[list[str], list[tuple[int, int]]]:
     tokens: list[str] = []
     offsets: list[tuple[int, int]] = []
@@ -160,17 +197,26 @@ def tokenize_target(
     lang: str | None = None,
     tokenization: Tokenization = "auto",
 ) -> TargetSentence:
-    """Tokenize a target sentence given as text, or keep the tokens of one given as a token list."""
-    if tokenization not in {"auto", "whitespace", "characters"}:
-        raise ValueError(f"tokenization must be 'auto', 'whitespace' or 'characters', got {tokenization!r}")
+    """Tokenize a target sentence given as text, or keep the tokens of one given as a token list.
+
+    ``"auto"`` splits text into characters for languages written without spaces and into words
+    (punctuation split from word edges) otherwise; ``"whitespace"`` only splits on whitespace.
+
+    >>> tokenize_target("Ich fahre nach Göteborg, dann (kurz) nach Oslo.").tokens
+    ['Ich', 'fahre', 'nach', 'Göteborg', ',', 'dann', '(', 'kurz', ')', 'nach', 'Oslo', '.']
+    >>> tokenize_target("Die U.S. Army", tokenization="whitespace").tokens, tokenize_target("Die U.S. Army").tokens
+    (['Die', 'U.S.', 'Army'], ['Die', 'U.S.', 'Army'])
+    """
+    if tokenization not in {"auto", "words", "whitespace", "characters"}:
+        raise ValueError(f"tokenization must be 'auto', 'words', 'whitespace' or 'characters', got {tokenization!r}")
     if not isinstance(target, str):
         tokens = list(target)
         if not all(isinstance(token, str) for token in tokens):
             raise TypeError("a target sentence is a string or a list of string tokens")
         return TargetSentence(tokens, "given")
     if tokenization == "auto":
-        tokenization = "characters" if uses_characters(target, lang) else "whitespace"
-    split = _character_tokens if tokenization == "characters" else _whitespace_tokens
+        tokenization = "characters" if uses_characters(target, lang) else "words"
+    split = {"characters": _character_tokens, "words": _word_tokens, "whitespace": _whitespace_tokens}[tokenization]
     tokens, offsets = split(target)
     return TargetSentence(tokens, tokenization, target, offsets)
 

@@ -127,7 +127,7 @@ def process_shard(
         stage("align")
         examples = []
         for record in alive:
-            source = tokenize_target(record["source_translation"], None, "whitespace")
+            source = tokenize_target(record["source_translation"], src)
             examples.append(ProjectionExample(tokenize_target(record["text"], lang), source_tokens=source.tokens,
                                               source_spans=word_spans(source, record["source_entities"])))
     else:
