@@ -25,6 +25,7 @@ _TARGET = "transformers.pipelines"
 PIPELINE_TASKS: dict[str, tuple[str, str, str | None, str]] = {
     "labeled-translation": ("crop_hf.translation.pipeline", "LabeledSequenceTranslationPipeline", "AutoModelForSeq2SeqLM", "text"),
     "projection": ("crop_hf.projection.pipeline", "ProjectionPipeline", "AutoModel", "text"),
+    "semantic-parsing": ("crop_hf.parsing.pipeline", "SemanticParsingPipeline", "AutoModel", "text"),
 }
 
 

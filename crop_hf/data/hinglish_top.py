@@ -33,13 +33,11 @@ import datasets
 
 from crop_hf.data.builder import SemanticParseBuilder, SemanticParseConfig, find_split_files
 from crop_hf.data.readers import FormatError, SkippedRecords, iter_lines
-from crop_hf.labels import Span, spans_to_tags
-from crop_hf.seqlogical import ParseError, Tree, TreeTooDeepError, parse, to_flat
+from crop_hf.seqlogical import ParseError, flatten_top_level, parse
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["HINGLISH_TOP_COLUMNS", "HINGLISH_TOP_FILES", "HinglishParse", "HinglishTop", "flatten_top_level",
-           "read_hinglish_top"]
+__all__ = ["HINGLISH_TOP_COLUMNS", "HINGLISH_TOP_FILES", "HinglishParse", "HinglishTop", "read_hinglish_top"]
 
 #: The header of the release's files (column order may differ; names may not).
 HINGLISH_TOP_COLUMNS = ("en_query", "cs_query", "en_parse", "cs_parse", "domain")
@@ -56,33 +54,6 @@ _CITATION = """\
   author = "Agarwal, Anmol and Gupta, Jigar and Goel, Rahul and Upadhyay, Shyam and Joshi, Pankaj and Aravamudhan, Rengarajan",
   booktitle = "Proceedings of the Workshop on Task-Oriented Dialogue (TODS)", year = "2023"}
 """
-
-
-def flatten_top_level(tree: Tree) -> tuple[list[str], list[Span], bool]:
-    """Words, top-level slot spans and whether ``tree`` nests intents inside slots.
-
-    A flat tree flattens exactly (:func:`crop_hf.seqlogical.to_flat`); a nested one keeps each
-    top-level slot over all the words under it, which is all a flat tagger can express of it.
-
-    >>> words, slots, nested = flatten_top_level(parse("[IN:A x [SL:B y [IN:C z [SL:D w ] ] ] ]"))
-    >>> words, slots, nested
-    (['x', 'y', 'z', 'w'], [Span(start=1, end=4, label='B')], True)
-    """
-    try:
-        flat = to_flat(tree)
-        return flat.tokens, flat.slots, False
-    except TreeTooDeepError:
-        pass
-    words: list[str] = []
-    slots: list[Span] = []
-    for child in tree.children:
-        if isinstance(child, str):
-            words.append(child)
-        else:
-            below = child.tokens
-            slots.append(Span(len(words), len(words) + len(below), child.name))
-            words.extend(below)
-    return words, slots, True
 
 
 @dataclass
@@ -105,10 +76,10 @@ def _side(path: str, number: int, query: str, parse_text: str, column: str) -> H
     if tree.kind != "IN":
         raise FormatError(path, number, f"a parse whose root is an intent '[IN:' in {column}", parse_text, "parse")
     try:
-        words, slots, nested = flatten_top_level(tree)
+        flat, nested = flatten_top_level(tree)
     except ValueError as error:  # an empty slot
         raise FormatError(path, number, f"slots holding words in {column}", str(error), "parse") from None
-    return HinglishParse(query, words, tree.name, spans_to_tags(slots, len(words)), str(tree), nested)
+    return HinglishParse(query, flat.tokens, tree.name, flat.slot_tags, str(tree), nested)
 
 
 def read_hinglish_top(
