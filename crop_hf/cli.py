@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "synthesize": ("crop_hf.commands.synthesize", "build pseudo-labeled NER corpora in target languages (CroP)"),
     "demo": ("crop_hf.commands.demo", "offline smoke run of every synthesis stage with tiny random models"),
     "self-train": ("crop_hf.commands.self_train", "re-label discarded sentences with a self-trained multilingual model"),
+    "train-parser": ("crop_hf.commands.train_parser", "fine-tune the joint intent + slot parser (CSTOP) with Accelerate"),
+    "evaluate-parser": ("crop_hf.commands.evaluate_parser", "exact match, intent accuracy and slot F1 of a parser, per domain"),
 }
 
 

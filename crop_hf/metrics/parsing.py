@@ -108,16 +108,16 @@ def format_parse_table(scores: dict[str, Any]) -> str:
     """A text table: one line per domain, then ``flat``, ``nested`` and ``all`` (percentages).
 
     >>> print(format_parse_table(parse_scores(["[IN:A x ]"], ["[IN:A x ]"], ["d"])))
-    domain   count  exact match  intent acc  slot F1
-    d            1        100.0       100.0      0.0
-    flat         1        100.0       100.0      0.0
-    nested       0          0.0         0.0      0.0
-    all          1        100.0       100.0      0.0
+    domain     count  exact match  intent acc  slot F1
+    d              1        100.0       100.0      0.0
+    flat           1        100.0       100.0      0.0
+    nested         0          0.0         0.0      0.0
+    all            1        100.0       100.0      0.0
     """
-    lines = [f"{'domain':<8} {'count':>5}  {'exact match':>11}  {'intent acc':>10}  {'slot F1':>7}"]
+    lines = [f"{'domain':<10} {'count':>5}  {'exact match':>11}  {'intent acc':>10}  {'slot F1':>7}"]
     groups = [*scores.get("per_domain", {}).items(), ("flat", scores["flat"]), ("nested", scores["nested"]),
               ("all", scores)]
     for name, group in groups:
-        lines.append(f"{name:<8} {group['count']:>5}  {100 * group['exact_match']:>11.1f}  "
+        lines.append(f"{name:<10} {group['count']:>5}  {100 * group['exact_match']:>11.1f}  "
                      f"{100 * group['intent_accuracy']:>10.1f}  {100 * group['slot_f1']:>7.1f}")
     return "\n".join(lines)
