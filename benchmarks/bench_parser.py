@@ -49,9 +49,9 @@ def row(name: str, scores: dict, seconds: float | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data_dir", default=str(DEFAULT_DATA))
-    parser.add_argument("--steps", type=int, default=800, help="optimizer steps on code-switched data per run")
+    parser.add_argument("--steps", type=int, default=1000, help="optimizer steps on code-switched data per run")
     parser.add_argument("--en_steps", type=int, default=400, help="steps on the English parses (staged stage 1)")
-    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--vocab", type=int, default=4000)

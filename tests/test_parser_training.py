@@ -56,7 +56,7 @@ def test_resume_from_a_checkpoint_ends_exactly_where_an_uninterrupted_run_ends(t
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
 
 
-def test_staged_recipe_extends_labels_and_keeps_what_stage_one_learned(tiny_bert, tmp_path):
+def test_staged_recipe_extends_labels_and_keeps_what_stage_one_learned(tiny_bert, tmp_path, monkeypatch):
     import datasets
 
     from crop_hf.modeling import JointIntentSlotModel
@@ -82,13 +82,38 @@ def test_staged_recipe_extends_labels_and_keeps_what_stage_one_learned(tiny_bert
     assert torch.allclose(old.intent_logits, new.intent_logits[:, :1], atol=1e-6)
     assert torch.allclose(old.slot_emissions, new.slot_emissions[..., : len(stage1.config.slot_labels)], atol=1e-6)
 
-    model_args, data_args, training_args = _args(tiny_bert, tmp_path / "stage2", max_train_steps=2)
+    pushed = []
+    import crop_hf.cards
+
+    monkeypatch.setattr(crop_hf.cards, "push_folder", lambda folder, repo, **kw: pushed.append(
+        (repo, sorted(p.name for p in folder.iterdir()))))
+    model_args, data_args, training_args = _args(tiny_bert, tmp_path / "stage2", max_train_steps=2,
+                                                 push_to_hub=True, hub_model_id="me/parser")
     model_args.init_from = str(tmp_path / "stage1")
+    data_args.eval_split = "validation"
     train_parser(model_args, data_args, training_args, datasets={"toy": toy})
     stage2 = JointIntentSlotModel.from_pretrained(tmp_path / "stage2")
     assert stage2.config.intent_labels == ["GET_WEATHER", "SET_TIMER"]
     card = (tmp_path / "stage2" / "README.md").read_text()
     assert "Stage 2 of the staged recipe" in card and str(tmp_path / "stage1") in card
+    assert "| all | 16 |" in card and "`toy`" in card  # the metric table and the data
+    assert pushed and pushed[0][0] == "me/parser" and "README.md" in pushed[0][1] and "crf.py" in pushed[0][1]
+
+
+def test_example_script_reads_yaml_and_mixes_disk_sources(tiny_bert, tmp_path):
+    import runpy
+
+    toy = _toy()
+    toy.save_to_disk(tmp_path / "a")
+    toy["train"].select(range(4)).save_to_disk(tmp_path / "b")
+    config = tmp_path / "parser.yaml"
+    config.write_text(f"model_name_or_path: {tiny_bert}\ntrain_sources: [disk:{tmp_path / 'a'}, disk:{tmp_path / 'b'}]\n"
+                      f"train_weights: [1.0, 0.5]\noutput_dir: {tmp_path / 'out'}\n"
+                      "max_train_steps: 2\nshow_progress: false\n")
+    script = runpy.run_path("examples/train_parser.py")
+    assert script["main"]([str(config), "--learning_rate", "1e-3"]) == 0
+    results = json.loads((tmp_path / "out" / "all_results.json").read_text())
+    assert results["train_utterances_per_epoch"] == 16 + 2 and results["train_steps"] == 2
 
 
 @pytest.mark.slow

@@ -91,7 +91,6 @@ def predict_parses(model, tokenizer, words: Sequence[Sequence[str]], *, batch_si
     model.eval()
     device = next(model.parameters()).device
     intents, slot_names = model.config.intent_labels, model.config.slot_labels
-    out: list[ParserPrediction] = []
     # Longest first, so each batch pads little; results are put back in input order.
     order = sorted(range(len(words)), key=lambda i: -len(words[i]))
     results: dict[int, ParserPrediction] = {}
@@ -108,5 +107,4 @@ def predict_parses(model, tokenizer, words: Sequence[Sequence[str]], *, batch_si
             intent = intents[result.intent_id]
             results[i] = ParserPrediction(list(words[i]), intent, tags, to_parse(words[i], intent, tags),
                                           result.intent_probability * result.slot_probability)
-    out = [results[i] for i in range(len(words))]
-    return out
+    return [results[i] for i in range(len(words))]

@@ -168,20 +168,19 @@ def evaluate_parser(model, tokenizer, rows, *, batch_size: int = 64, max_length:
 
 
 def _label_sets(parts: Sequence[Any], model_config=None) -> tuple[list[str], list[str]]:
-    intents: dict[str, None] = dict.fromkeys(model_config.intent_labels) if model_config else {}
-    slot_names: dict[str, None] = {}
-    if model_config:
-        slot_names = {tag[2:]: None for tag in model_config.slot_labels if tag != "O"}
-    new_intents = sorted({i for p in parts for i in p.unique("intent")} - set(intents))
-    new_slots = sorted({t[2:] for p in parts for tags in p["slot_tags"] for t in tags if t != "O"} - set(slot_names))
-    intents.update(dict.fromkeys(new_intents))
-    slot_names.update(dict.fromkeys(new_slots))
-    tags = ["O"] if not model_config else list(model_config.slot_labels)
-    for name in new_slots:
+    """Intents and IOB2 tags: a trained model's own first (same ids), then new names sorted."""
+    intents = list(model_config.intent_labels) if model_config else []
+    tags = list(model_config.slot_labels) if model_config else ["O"]
+    intents += sorted({i for p in parts for i in p.unique("intent")} - set(intents))
+    strange = sorted({t for p in parts for row in p["slot_tags"] for t in row
+                      if t != "O" and not (t[:2] in ("B-", "I-") and len(t) > 2)})
+    if strange:
+        raise ValueError(f"slot tags must be IOB2 (O, B-NAME, I-NAME); found {strange[:5]} "
+                         "(convert BIOES or other schemes with crop_hf.labels first)")
+    known = {t[2:] for t in tags if t != "O"}
+    for name in sorted({t[2:] for p in parts for row in p["slot_tags"] for t in row if t != "O"} - known):
         tags += [f"B-{name}", f"I-{name}"]
-    if not model_config:
-        tags = ["O"] + [f"{p}-{n}" for n in slot_names for p in ("B", "I")]
-    return list(intents), tags
+    return intents, tags
 
 
 def _extend_labels(model, intents: list[str], tags: list[str]):
@@ -238,6 +237,8 @@ def _load_model(model_args: ParserModelArguments, parts):
 
 
 def _encode(rows, tokenizer, model, max_length: int):
+    from crop_hf.labels import iob1_to_iob2
+    from crop_hf.modeling.crf import is_valid_bio
     from crop_hf.parsing.predict import encode_words
 
     intent_ids = {name: i for i, name in enumerate(model.config.intent_labels)}
@@ -246,7 +247,10 @@ def _encode(rows, tokenizer, model, max_length: int):
     def encode(batch):
         out = encode_words(tokenizer, batch["tokens"], max_length)
         out["intent_labels"] = [intent_ids[i] for i in batch["intent"]]
-        out["slot_labels"] = [[tag_ids[t] for t in tags] for tags in batch["slot_tags"]]
+        # An I-X that starts a slot (IOB1 habits of some corpora) would score as impossible under the
+        # BIO-constrained CRF: it is read as B-X, which is what it means.
+        out["slot_labels"] = [[tag_ids[t] for t in (tags if is_valid_bio(tags) else iob1_to_iob2(tags))]
+                              for tags in batch["slot_tags"]]
         return out
 
     return rows.map(encode, batched=True, remove_columns=rows.column_names, desc="encoding")
@@ -412,7 +416,13 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
         if not split or not accelerator.is_main_process:
             continue
         for spec in eval_sources:
-            rows = load_parse_rows(spec, split, dataset=datasets.get(split_side(spec)[0]))
+            try:
+                rows = load_parse_rows(spec, split, dataset=datasets.get(split_side(spec)[0]))
+            except KeyError:
+                if data_args.eval_sources:  # asked for by name: a missing split is an error
+                    raise
+                logger.warning("%s has no %s split; not scored", spec, split)
+                continue
             if data_args.max_eval_samples is not None:
                 rows = rows.select(range(min(data_args.max_eval_samples, len(rows))))
             result, _ = evaluate_parser(model, tokenizer, rows, batch_size=training_args.per_device_eval_batch_size,
