@@ -169,3 +169,18 @@ def test_english_side_and_few_shot_sampler_on_real_data(shared_data, tmp_path):
         draws.append(set(picked))
     assert draws[0] != draws[1] != draws[2]
     assert few_shot_indices(train["intent"], train["slot_tags"], 100, 0) == sorted(draws[0])
+
+
+def test_label_sets_keep_model_ids_first_and_reject_non_iob2_tags():
+    import datasets
+
+    from crop_hf.modeling import JointParserConfig
+    from crop_hf.parsing.training import _label_sets
+
+    data = datasets.Dataset.from_dict({"intent": ["B", "A"], "slot_tags": [["B-Y", "I-Y"], ["I-X"]]})
+    assert _label_sets([data]) == (["A", "B"], ["O", "B-X", "I-X", "B-Y", "I-Y"])
+    old = JointParserConfig(intent_labels=["B"], slot_labels=["O", "B-Y", "I-Y"])
+    assert _label_sets([data], old) == (["B", "A"], ["O", "B-Y", "I-Y", "B-X", "I-X"])
+    bioes = datasets.Dataset.from_dict({"intent": ["A"], "slot_tags": [["S-X"]]})
+    with pytest.raises(ValueError, match="must be IOB2"):
+        _label_sets([bioes])
