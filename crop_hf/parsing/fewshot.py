@@ -10,8 +10,8 @@ seeds of the paper's protocol are :data:`CSTOP_SEEDS`.
 >>> intents = ["A", "A", "B", "A"]
 >>> tags = [["O"], ["B-X"], ["O"], ["O"]]
 >>> picked = few_shot_indices(intents, tags, n=3, seed=0)
->>> len(picked), {intents[i] for i in picked}, any(tags[i] == ["B-X"] for i in picked)
-(3, {'A', 'B'}, True)
+>>> len(picked), sorted({intents[i] for i in picked}), any(tags[i] == ["B-X"] for i in picked)
+(3, ['A', 'B'], True)
 """
 
 from __future__ import annotations
