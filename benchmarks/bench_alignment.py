@@ -4,7 +4,7 @@
     python benchmarks/bench_alignment.py --pairs 2000 --hidden 768 --layers 12 --device cuda
 
 Both aligners get the same model folder (a random-weight BERT with a WordPiece vocabulary, built
-offline by ``tests/tiny_models.py``'s ``build_tiny_bert``; ``--hidden``/``--layers`` make it as big
+offline by ``crop_hf.demo_models.build_tiny_bert``; ``--hidden``/``--layers`` make it as big
 as mBERT), the same layer, the same sentence pairs and the same methods (by default ArgMax, IterMax
 and Match — simalign's ``matching_methods="mai"``; ``--methods ai`` leaves out Match, which
 simalign solves with networkx in pure Python). Baseline: ``simalign.SentenceAligner.get_word_aligns``
@@ -18,15 +18,12 @@ from __future__ import annotations
 import argparse
 import logging
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from crop_hf.alignment import EmbeddingAligner
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' tiny models
-from tiny_models import PARALLEL_SAMPLE, build_tiny_bert
+from crop_hf.demo_models import PARALLEL_SAMPLE, build_tiny_bert
 
 
 def main() -> None:

@@ -49,6 +49,7 @@ PIPELINE_TASKS: dict[str, tuple] = {
     "labeled-translation": ("crop_hf.translation.pipeline", "LabeledSequenceTranslationPipeline",
                             "AutoModelForSeq2SeqLM", "text", None),
     "projection": ("crop_hf.projection.pipeline", "ProjectionPipeline", "AutoModel", "text", MODEL_FREE),
+    "semantic-parsing": ("crop_hf.parsing.pipeline", "SemanticParsingPipeline", "AutoModel", "text"),
 }
 
 

@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train-ner": ("crop_hf.commands.train_ner", "fine-tune a multilingual NER model and evaluate it per language"),
     "build-dataset": ("crop_hf.commands.build_dataset", "build a corpus from its original release as parquet, or push it"),
     "report": ("crop_hf.commands.report", "plots and an HTML page of a synthesized corpus, linked from its card"),
+    "train-parser": ("crop_hf.commands.train_parser", "fine-tune the joint intent + slot parser (CSTOP) with Accelerate"),
+    "evaluate-parser": ("crop_hf.commands.evaluate_parser", "exact match, intent accuracy and slot F1 of a parser, per domain"),
 }
 
 

@@ -1,10 +1,13 @@
-"""The tiny random-weight models ``crop-hf demo`` runs on: an M2M100 translator and an XLM-R tagger.
+"""Tiny random-weight models for ``crop-hf demo`` and the offline README examples.
+
+An M2M100 translator and an XLM-R tagger (what ``crop-hf demo`` runs on), a BERT encoder (for
+alignment) and a joint intent/slot parser over it (``pipeline("semantic-parsing")``).
 
 Built offline in about a second: each builder trains its tokenizer on a small corpus, writes a
 model with random weights and saves both with ``save_pretrained``, so the folder loads back
 through ``AutoTokenizer`` and ``AutoModel*.from_pretrained(folder)``, exactly the path a Hub
 checkpoint takes. They prove plumbing, not quality (train them where something must be learned).
-Tests and benchmarks use them too; their other tiny models live in ``tests/tiny_models.py``.
+Tests and benchmarks use them too; a model only they use (BART) lives in ``tests/tiny_models.py``.
 
 >>> from crop_hf.demo_models import build_tiny_m2m100
 >>> path = build_tiny_m2m100("/tmp/tiny-m2m100")  # doctest: +SKIP
@@ -16,12 +19,20 @@ from __future__ import annotations
 import io
 import json
 import string
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from crop_hf.labels import CONLL_LABELS, LabelSet
 
-__all__ = ["SAMPLE_CORPUS", "SLOT_TOKENS", "build_tiny_m2m100", "build_tiny_xlmr_ner"]
+__all__ = [
+    "PARALLEL_SAMPLE",
+    "SAMPLE_CORPUS",
+    "SLOT_TOKENS",
+    "build_tiny_bert",
+    "build_tiny_m2m100",
+    "build_tiny_parser",
+    "build_tiny_xlmr_ner",
+]
 
 #: The boundary markers of labeled sequence translation that tiny translation models know as single tokens.
 SLOT_TOKENS: tuple[str, ...] = tuple(f"__SLOT{i}__" for i in range(16))
@@ -42,6 +53,24 @@ SAMPLE_CORPUS: tuple[str, ...] = (
     "أعيش في غوتنبرغ وأعمل في فولفو .",
     "ฉันอาศัยอยู่ในโกเธนเบิร์ก",
     string.ascii_letters + " " + string.digits + " " + string.punctuation,
+)
+
+
+#: Short sentence pairs (whitespace tokens) in several languages, with an English side.
+PARALLEL_SAMPLE: tuple[tuple[str, str], ...] = (
+    ("I live in Gothenburg and work for Volvo .", "Ich wohne in Göteborg und arbeite für Volvo ."),
+    ("Angela Merkel visited Paris on Monday .", "Angela Merkel besuchte am Montag Paris ."),
+    ("The weather in Miami next Friday", "El clima en Miami el próximo viernes"),
+    ("I live in Gothenburg", "Я живу в Гётеборге"),
+    ("Volvo is a company in Sweden .", "Volvo es una empresa de Suecia ."),
+    ("Where is the train station ?", "Wo ist der Bahnhof ?"),
+    ("New York is big", "Nueva York es grande"),
+    ("Paris", "Paris"),
+    ("a b", "c"),
+    ("I live in Gothenburg", "ฉัน อาศัย อยู่ ใน โกเธนเบิร์ก"),
+    ("I work in Gothenburg", "أعمل في غوتنبرغ"),
+    ("Angela Merkel , the chancellor , visited the old harbour of Gothenburg yesterday .",
+     "Angela Merkel , die Kanzlerin , besuchte gestern den alten Hafen von Göteborg ."),
 )
 
 
@@ -192,4 +221,71 @@ def build_tiny_xlmr_ner(
         label2id={name: i for i, name in enumerate(names)},
     )
     XLMRobertaForTokenClassification(config).save_pretrained(save_dir)
+    return save_dir
+
+
+def build_tiny_bert(
+    save_dir: str | Path,
+    corpus: Iterable[str] | None = None,
+    *,
+    vocab_size: int = 300,
+    hidden_size: int = 32,
+    layers: int = 3,
+    seed: int = 0,
+) -> Path:
+    """Write a random-weight ``BertModel`` and a WordPiece ``BertTokenizer`` trained on ``corpus``.
+
+    The vocabulary is deliberately small so that most words split into several subwords: the
+    subword-to-word mapping of the aligners is exercised on every sentence.
+    """
+    import torch
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    save_dir = Path(save_dir)
+    save_dir.mkdir(parents=True, exist_ok=True)
+    lines = [*_corpus(corpus), *(side for pair in PARALLEL_SAMPLE for side in pair)]
+    wordpiece = BertWordPieceTokenizer(lowercase=False, strip_accents=False)
+    wordpiece.train_from_iterator(lines, vocab_size=vocab_size, min_frequency=1, show_progress=False,
+                                  special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    tokenizer = BertTokenizer(vocab=wordpiece.get_vocab(), do_lower_case=False, strip_accents=False)
+    tokenizer.save_pretrained(save_dir)
+
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=2 * hidden_size,
+        max_position_embeddings=128,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    BertModel(config).save_pretrained(save_dir)
+    return save_dir
+
+
+def build_tiny_parser(save_dir: str | Path, intent_labels: Sequence[str], slot_labels: Sequence[str],
+                      corpus: Iterable[str] | None = None, *, use_crf: bool = True, hidden_size: int = 32,
+                      layers: int = 2, seed: int = 0) -> Path:
+    """Write a :class:`~crop_hf.modeling.JointIntentSlotModel` over a tiny BERT and its WordPiece tokenizer.
+
+    The folder loads with ``AutoModel.from_pretrained`` and ``pipeline("semantic-parsing", model=...)``.
+    """
+    import tempfile
+
+    from transformers import AutoTokenizer
+
+    from crop_hf.modeling import JointIntentSlotModel
+
+    save_dir = Path(save_dir)
+    with tempfile.TemporaryDirectory() as encoder_dir:
+        encoder = build_tiny_bert(encoder_dir, corpus, hidden_size=hidden_size, layers=layers, seed=seed)
+        model = JointIntentSlotModel.from_encoder(str(encoder), list(intent_labels), list(slot_labels),
+                                                  use_crf=use_crf)
+        model.config.encoder_name_or_path = "tiny-bert"
+        model.save_pretrained(save_dir)
+        AutoTokenizer.from_pretrained(encoder).save_pretrained(save_dir)
     return save_dir

@@ -30,6 +30,7 @@ __all__ = [
     "ParseError",
     "Tree",
     "TreeTooDeepError",
+    "flatten_top_level",
     "from_flat",
     "parse",
     "to_flat",
@@ -193,6 +194,34 @@ def to_flat(tree: Tree | str) -> FlatParse:
         slots.append(Span(len(tokens), len(tokens) + len(child.children), child.name))
         tokens.extend(child.children)  # type: ignore[arg-type]
     return FlatParse(tokens, tree.name, slots)
+
+
+def flatten_top_level(tree: Tree | str) -> tuple[FlatParse, bool]:
+    """Flatten any intent tree to what a flat tagger can express, and say whether it was nested.
+
+    A depth-2 tree flattens exactly (:func:`to_flat`); a tree with intents inside slots keeps each
+    top-level slot over all the words under it (the nested intents are lost; ``True`` says so).
+
+    >>> flat, nested = flatten_top_level("[IN:A x [SL:B y [IN:C z [SL:D w ] ] ] ]")
+    >>> flat.tokens, flat.slot_tags, nested
+    (['x', 'y', 'z', 'w'], ['O', 'B-B', 'I-B', 'I-B'], True)
+    """
+    if isinstance(tree, str):
+        tree = parse(tree)
+    try:
+        return to_flat(tree), False
+    except TreeTooDeepError:
+        pass
+    tokens: list[str] = []
+    slots: list[Span] = []
+    for child in tree.children:
+        if isinstance(child, str):
+            tokens.append(child)
+        else:
+            words = child.tokens
+            slots.append(Span(len(tokens), len(tokens) + len(words), child.name))
+            tokens.extend(words)
+    return FlatParse(tokens, tree.name, slots), True
 
 
 def from_flat(

@@ -60,6 +60,6 @@ def tiny_bart(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory) -> Path:
     """Folder of a random-weight BERT encoder with a small WordPiece vocabulary (words split into subwords)."""
-    from tiny_models import build_tiny_bert
+    from crop_hf.demo_models import build_tiny_bert
 
     return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 
 import pytest
-from tiny_models import PARALLEL_SAMPLE
 
 from crop_hf.alignment import EmbeddingAligner
+from crop_hf.demo_models import PARALLEL_SAMPLE
 
 SOURCE = [s for s, _ in PARALLEL_SAMPLE]
 TARGET = [t for _, t in PARALLEL_SAMPLE]

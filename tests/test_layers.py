@@ -13,9 +13,9 @@ LAYERS: list[set[str]] = [
     {"alignment", "hub", "cards"},
     {"data"},
     {"translation", "projection", "modeling"},
-    {"evaluation", "metrics", "parsing"},
+    {"evaluation", "metrics"},
     {"training"},
-    {"synthesis", "self_training", "report", "augment"},
+    {"synthesis", "self_training", "report", "augment", "parsing"},
     {"tiny", "demo_models"},
     {"commands", "cli"},
 ]

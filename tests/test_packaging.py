@@ -22,6 +22,7 @@ def test_wheel_carries_the_card_templates_and_the_package_has_no_symlink(tmp_pat
     assert not any(name.startswith(("tests/", "model_cards/", "benchmarks/")) for name in names)
     assert "crop_hf/demo_models.py" in names  # what crop-hf demo needs stays; test-only models do not
     assert not any("tiny_models" in name for name in names)
+    assert {"crop_hf/metrics/slot_f1/slot_f1.py", "crop_hf/metrics/exact_match_parse/exact_match_parse.py"} <= names
 
 
 def test_installed_templates_are_found_by_the_card_writers():

@@ -1,6 +1,7 @@
-"""Tiny random-weight models only the tests and benchmarks use (a BART generator, a BERT encoder).
+"""Tiny random-weight models only the tests and benchmarks use (a BART generator).
 
-The demo's models (M2M100, XLM-R tagger) are in :mod:`crop_hf.demo_models`; these share its
+The models of demos and examples (M2M100, XLM-R tagger, BERT, parser) are in
+:mod:`crop_hf.demo_models`; this one shares its
 helpers and are built the same way: tokenizer trained on a small corpus, random weights,
 ``save_pretrained``. Benchmarks import this module with ``tests/`` on ``sys.path``.
 """
@@ -13,25 +14,7 @@ from pathlib import Path
 
 from crop_hf.demo_models import _corpus, _encoder_decoder_settings
 
-__all__ = ["PARALLEL_SAMPLE", "build_tiny_bart", "build_tiny_bert"]
-
-#: Short sentence pairs (whitespace tokens) in several languages, with an English side.
-PARALLEL_SAMPLE: tuple[tuple[str, str], ...] = (
-    ("I live in Gothenburg and work for Volvo .", "Ich wohne in Göteborg und arbeite für Volvo ."),
-    ("Angela Merkel visited Paris on Monday .", "Angela Merkel besuchte am Montag Paris ."),
-    ("The weather in Miami next Friday", "El clima en Miami el próximo viernes"),
-    ("I live in Gothenburg", "Я живу в Гётеборге"),
-    ("Volvo is a company in Sweden .", "Volvo es una empresa de Suecia ."),
-    ("Where is the train station ?", "Wo ist der Bahnhof ?"),
-    ("New York is big", "Nueva York es grande"),
-    ("Paris", "Paris"),
-    ("a b", "c"),
-    ("I live in Gothenburg", "ฉัน อาศัย อยู่ ใน โกเธนเบิร์ก"),
-    ("I work in Gothenburg", "أعمل في غوتنبرغ"),
-    ("Angela Merkel , the chancellor , visited the old harbour of Gothenburg yesterday .",
-     "Angela Merkel , die Kanzlerin , besuchte gestern den alten Hafen von Göteborg ."),
-)
-
+__all__ = ["build_tiny_bart"]
 
 def build_tiny_bart(
     save_dir: str | Path,
@@ -69,47 +52,4 @@ def build_tiny_bart(
         **_encoder_decoder_settings(tokenizer, d_model, layers),
     )
     BartForConditionalGeneration(config).save_pretrained(save_dir)
-    return save_dir
-
-
-def build_tiny_bert(
-    save_dir: str | Path,
-    corpus: Iterable[str] | None = None,
-    *,
-    vocab_size: int = 300,
-    hidden_size: int = 32,
-    layers: int = 3,
-    seed: int = 0,
-) -> Path:
-    """Write a random-weight ``BertModel`` and a WordPiece ``BertTokenizer`` trained on ``corpus``.
-
-    The vocabulary is deliberately small so that most words split into several subwords: the
-    subword-to-word mapping of the aligners is exercised on every sentence.
-    """
-    import torch
-    from tokenizers import BertWordPieceTokenizer
-    from transformers import BertConfig, BertModel, BertTokenizer
-
-    save_dir = Path(save_dir)
-    save_dir.mkdir(parents=True, exist_ok=True)
-    lines = [*_corpus(corpus), *(side for pair in PARALLEL_SAMPLE for side in pair)]
-    wordpiece = BertWordPieceTokenizer(lowercase=False, strip_accents=False)
-    wordpiece.train_from_iterator(lines, vocab_size=vocab_size, min_frequency=1, show_progress=False,
-                                  special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
-    tokenizer = BertTokenizer(vocab=wordpiece.get_vocab(), do_lower_case=False, strip_accents=False)
-    tokenizer.save_pretrained(save_dir)
-
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden_size,
-        num_hidden_layers=layers,
-        num_attention_heads=2,
-        intermediate_size=2 * hidden_size,
-        max_position_embeddings=128,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    BertModel(config).save_pretrained(save_dir)
     return save_dir

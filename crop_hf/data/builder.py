@@ -7,6 +7,7 @@ The builders (:mod:`~crop_hf.data.conll5`, :mod:`~crop_hf.data.xtreme40`, :mod:`
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import logging
@@ -83,6 +84,23 @@ class CropBuilder(datasets.GeneratorBasedBuilder):
     BUILDER_CONFIG_CLASS = CropBuilderConfig
     CITATION = ""
     HOMEPAGE = ""
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        """Count what every builder's ``_generate_examples`` yields per split (for :meth:`_report_skipped`)."""
+        super().__init_subclass__(**kwargs)
+        generate = cls.__dict__.get("_generate_examples")
+        if generate is None or getattr(generate, "_counts_examples", False):
+            return
+
+        @functools.wraps(generate)
+        def counted(self, *args, **gen_kwargs):
+            split = str(gen_kwargs.get("split"))
+            for item in generate(self, *args, **gen_kwargs):
+                self._produced[split] += 1
+                yield item
+
+        counted._counts_examples = True
+        cls._generate_examples = counted
 
     def __init__(self, *args, **kwargs) -> None:
         if kwargs.get("hash") is None:
@@ -189,11 +207,10 @@ class NerBuilder(CropBuilder):
 
         return ner_features(self.LABELS.names, id=True)
 
-    def _examples(self, sentences: Iterable[TaggedSentence], lang: str, split: str, start: int = 0):
+    def _examples(self, sentences: Iterable[TaggedSentence], lang: str, start: int = 0):
         """``(key, example)`` pairs numbered from ``start``; tags become ids here, not in ``datasets``."""
         encode = self.LABELS.label2id
         for index, sentence in enumerate(sentences, start):
-            self._produced[str(split)] += 1
             yield index, {
                 "id": str(index),
                 "tokens": sentence.tokens,
@@ -243,7 +260,6 @@ class SemanticParseBuilder(CropBuilder):
                     "domain": record.domain,
                 }
                 index += 1
-                self._produced[str(split)] += 1
         if domains is not None and index == 0:
             # datasets cannot store an empty split; say why it is empty instead of "corresponds to no data".
             raise ValueError(f"{self.name}/{self.config.name}: no utterance of domains {sorted(domains)} in the "

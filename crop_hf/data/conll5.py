@@ -169,5 +169,5 @@ class Conll5(NerBuilder):
         return read_conll(path, scheme=scheme, label_map=self.config.label_map, encoding=self.config.encoding, **options)
 
     def _generate_examples(self, path: str, split: str):
-        yield from self._examples(self._read(path, split), self.config.lang, split)
+        yield from self._examples(self._read(path, split), self.config.lang)
         self._report_skipped(split)

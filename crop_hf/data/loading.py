@@ -25,6 +25,7 @@ BUILDERS: dict[str, tuple[str, str]] = {
     "xtreme40": ("crop_hf.data.xtreme40", "Xtreme40"),
     "cstop": ("crop_hf.data.cstop", "Cstop"),
     "top": ("crop_hf.data.top", "Top"),
+    "hinglish_top": ("crop_hf.data.hinglish_top", "HinglishTop"),
 }
 
 

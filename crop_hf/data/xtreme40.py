@@ -135,5 +135,5 @@ class Xtreme40(NerBuilder):
                     yield from read_panx(file, errors=self._errors, skipped=self._skipped_for(split))
 
         # read_panx sets each sentence's language from its "lang:" prefixes.
-        yield from self._examples(sentences(), lang="", split=split)
+        yield from self._examples(sentences(), lang="")
         self._report_skipped(split)

@@ -19,7 +19,7 @@ from crop_hf.data.readers.io import (
     source_name,
 )
 from crop_hf.labels import Span, spans_to_tags
-from crop_hf.seqlogical import ParseError, Tree, TreeTooDeepError, parse, to_flat
+from crop_hf.seqlogical import ParseError, Tree, TreeTooDeepError, flatten_top_level, parse, to_flat
 
 __all__ = ["ParseRecord", "infer_domain", "read_semantic_parses"]
 
@@ -108,20 +108,6 @@ def _looks_like_header(fields: list[str]) -> bool:
     return all(_HEADER_FIELD.fullmatch(f) for f in fields) or (
         any("parse" in f.lower() for f in fields) and all(re.fullmatch(r"[A-Za-z][A-Za-z0-9_ ]*", f) for f in fields)
     )
-
-
-def _top_level_flat(tree: Tree) -> tuple[list[str], list[Span]]:
-    """Tokens and top-level slot spans of a nested tree (a slot spans every word under it)."""
-    tokens: list[str] = []
-    slots: list[Span] = []
-    for child in tree.children:
-        if isinstance(child, str):
-            tokens.append(child)
-        else:
-            words = child.tokens
-            slots.append(Span(len(tokens), len(tokens) + len(words), child.name))
-            tokens.extend(words)
-    return tokens, slots
 
 
 def _check_slot_spans(
@@ -227,7 +213,8 @@ def _parse_row(name: str, number: int, text: str, fields: list[str], layout: _La
     except TreeTooDeepError:
         if nested != "flatten":
             raise FormatError(name, number, "a parse without intents nested in slots", parse_text, "nested") from None
-        tokens, slots = _top_level_flat(tree)
+        flat, _ = flatten_top_level(tree)
+        tokens, slots = flat.tokens, flat.slots
     except ValueError as error:  # an empty slot
         raise FormatError(name, number, "a parse whose slots hold words", str(error), "parse") from None
 

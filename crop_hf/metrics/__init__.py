@@ -1,4 +1,4 @@
-"""Evaluation measures of crop-hf, as plain functions over plain Python data.
+"""Evaluation measures of crop-hf, as plain functions over plain Python data, and ``evaluate`` modules.
 
 * :func:`projection_scores` — how good projected labels are: span precision, recall and F1
   against gold target labels (seqeval's default, conlleval-compatible reading of the tags) and
@@ -9,14 +9,37 @@
 >>> scores = projection_scores(projected, gold)
 >>> scores["precision"], scores["recall"], scores["kept_rate"]
 (1.0, 0.5, 0.5)
+
+* :func:`crop_hf.metrics.parsing.parse_scores` — semantic parsing as CSTOP scores it: exact match
+  of bracket parses, intent accuracy and slot micro-F1, overall, per domain and on nested gold trees.
+
+The parsing measures also ship as ``evaluate`` modules inside the package, so they load offline:
+
+>>> import evaluate  # doctest: +SKIP
+>>> exact_match = evaluate.load(path("exact_match_parse"))  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["projection_scores"]
+__all__ = ["EVALUATE_MODULES", "path", "projection_scores"]
+
+#: The ``evaluate`` modules shipped in this package (each a folder beside this file).
+EVALUATE_MODULES = ("exact_match_parse", "intent_accuracy", "slot_f1")
+
+
+def path(name: str) -> str:
+    """The folder of one of this package's ``evaluate`` modules, for ``evaluate.load(path(name))``.
+
+    >>> Path(path("exact_match_parse")).name
+    'exact_match_parse'
+    """
+    if name not in EVALUATE_MODULES:
+        raise KeyError(f"no crop-hf metric {name!r}; expected one of {', '.join(EVALUATE_MODULES)}")
+    return str(Path(__file__).resolve().parent / name)
 
 
 def projection_scores(

@@ -1,0 +1,123 @@
+"""Semantic parsing scores as CSTOP reports them: exact match, intent accuracy, slot F1, per domain.
+
+* **Exact match**: the predicted bracket parse equals the gold one after whitespace
+  canonicalisation (``[IN:X  a [SL:Y b]]`` equals ``[IN:X a [SL:Y b ] ]``). A gold tree with an intent
+  inside a slot can never be matched by a flat parser: it counts as wrong, as it should.
+* **Intent accuracy**: the root intents agree.
+* **Slot micro-F1** with seqeval's semantics: a slot counts only when its name, first and last word
+  all match; gold slots are the top-level ones (nested trees flattened,
+  :func:`crop_hf.seqlogical.flatten_top_level`), spans compared by word position.
+
+Scores come overall, per domain (given ``domains``) and separately for the rows whose gold tree is
+nested (``nested``) and those that are flat (``flat``), so the cost of nesting stays visible.
+An unparseable prediction scores as wrong intent, no slots, no match.
+
+>>> scores = parse_scores(["[IN:GET_WEATHER weather [SL:LOCATION Delhi ] ]", "[IN:PLAY_MUSIC play ]"],
+...                       ["[IN:GET_WEATHER weather [SL:LOCATION  Delhi]]", "[IN:PLAY_MUSIC [SL:MUSIC_TYPE play ] ]"],
+...                       domains=["weather", "music"])
+>>> scores["exact_match"], scores["intent_accuracy"], round(scores["slot_f1"], 3)
+(0.5, 1.0, 0.667)
+>>> scores["per_domain"]["music"]["exact_match"]
+0.0
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from crop_hf.seqlogical import ParseError, flatten_top_level, parse
+
+__all__ = ["canonical_parse", "format_parse_table", "parse_scores"]
+
+_TOKEN = re.compile(r"\[[^\s\[\]]*|\]|[^\s\[\]]+")
+
+
+def canonical_parse(text: str) -> str:
+    """A parse with canonical spacing (one space between brackets, labels and words).
+
+    >>> canonical_parse("[IN:X  a [SL:Y b]]")
+    '[IN:X a [SL:Y b ] ]'
+    """
+    return " ".join(_TOKEN.findall(text))
+
+
+@dataclass
+class _Row:
+    intent: str | None
+    spans: set[tuple[str, int, int]]
+    nested: bool
+
+
+def _read(text: str) -> _Row:
+    try:
+        flat, nested = flatten_top_level(parse(text))
+    except (ParseError, ValueError):
+        return _Row(None, set(), False)
+    return _Row(flat.intent, {(s.label, s.start, s.end) for s in flat.slots}, nested)
+
+
+def _summarise(rows: list[tuple[bool, bool, int, int, int]]) -> dict[str, Any]:
+    n = len(rows)
+    matched = sum(r[0] for r in rows)
+    intents = sum(r[1] for r in rows)
+    correct = sum(r[2] for r in rows)
+    predicted = sum(r[3] for r in rows)
+    gold = sum(r[4] for r in rows)
+    precision = correct / predicted if predicted else 0.0
+    recall = correct / gold if gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"exact_match": matched / n if n else 0.0, "intent_accuracy": intents / n if n else 0.0,
+            "slot_precision": precision, "slot_recall": recall, "slot_f1": f1, "count": n}
+
+
+def parse_scores(predictions: Sequence[str], references: Sequence[str],
+                 domains: Sequence[str] | None = None) -> dict[str, Any]:
+    """Score predicted bracket parses against gold ones.
+
+    Returns ``exact_match``, ``intent_accuracy``, ``slot_precision``/``slot_recall``/``slot_f1`` and
+    ``count`` over all rows, the same under ``nested`` and ``flat`` (gold trees with and without
+    intents inside slots) and, with ``domains``, under ``per_domain[domain]``.
+    """
+    if len(predictions) != len(references):
+        raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
+    if domains is not None and len(domains) != len(references):
+        raise ValueError(f"{len(domains)} domains but {len(references)} references")
+    rows = []
+    nested_flags = []
+    for index, (prediction, reference) in enumerate(zip(predictions, references, strict=True)):
+        gold = _read(reference)
+        if gold.intent is None:
+            raise ValueError(f"reference {index} is not a valid parse: {reference!r}")
+        guess = _read(prediction)
+        rows.append((canonical_parse(prediction) == canonical_parse(reference), guess.intent == gold.intent,
+                     len(guess.spans & gold.spans), len(guess.spans), len(gold.spans)))
+        nested_flags.append(gold.nested)
+    scores = _summarise(rows)
+    scores["nested"] = _summarise([r for r, nested in zip(rows, nested_flags, strict=True) if nested])
+    scores["flat"] = _summarise([r for r, nested in zip(rows, nested_flags, strict=True) if not nested])
+    if domains is not None:
+        scores["per_domain"] = {domain: _summarise([r for r, d in zip(rows, domains, strict=True) if d == domain])
+                                for domain in sorted(set(domains))}
+    return scores
+
+
+def format_parse_table(scores: dict[str, Any]) -> str:
+    """A text table: one line per domain, then ``flat``, ``nested`` and ``all`` (percentages).
+
+    >>> print(format_parse_table(parse_scores(["[IN:A x ]"], ["[IN:A x ]"], ["d"])))
+    domain     count  exact match  intent acc  slot F1
+    d              1        100.0       100.0      0.0
+    flat           1        100.0       100.0      0.0
+    nested         0          0.0         0.0      0.0
+    all            1        100.0       100.0      0.0
+    """
+    lines = [f"{'domain':<10} {'count':>5}  {'exact match':>11}  {'intent acc':>10}  {'slot F1':>7}"]
+    groups = [*scores.get("per_domain", {}).items(), ("flat", scores["flat"]), ("nested", scores["nested"]),
+              ("all", scores)]
+    for name, group in groups:
+        lines.append(f"{name:<10} {group['count']:>5}  {100 * group['exact_match']:>11.1f}  "
+                     f"{100 * group['intent_accuracy']:>10.1f}  {100 * group['slot_f1']:>7.1f}")
+    return "\n".join(lines)

@@ -1,0 +1,48 @@
+"""Configuration of the joint intent + slot model (CSTOP, section 4).
+
+The encoder's own configuration is stored inside this one (``encoder``), so a saved model rebuilds
+its encoder from ``config.json`` alone: ``from_pretrained(folder)`` works offline and without the
+original encoder checkpoint. The module imports nothing from crop-hf, so saved folders carry it as
+remote code (``auto_map``).
+"""
+
+from __future__ import annotations
+
+from transformers import AutoConfig, PretrainedConfig
+from transformers.configuration_utils import SubConfigSpec
+
+__all__ = ["INTENT_POOLING", "JointParserConfig"]
+
+#: How the intent classifier reads the encoder: the first hidden state (``<s>``/``[CLS]``, as in
+#: CSTOP) or the mean over the sentence's tokens.
+INTENT_POOLING = ("first", "mean")
+
+
+class JointParserConfig(PretrainedConfig):
+    r"""Joint intent classification + slot tagging over any Hugging Face encoder.
+
+    Args:
+        encoder: the encoder's configuration (a ``PretrainedConfig`` or its dict); default XLM-R's.
+        encoder_name_or_path: the checkpoint the encoder was initialised from
+            (default ``FacebookAI/xlm-roberta-base``; ``FacebookAI/xlm-roberta-large`` is CSTOP's larger
+            model), recorded for model cards.
+        intent_labels: intent names (without ``IN:``).
+        slot_labels: IOB2 slot tags over slot names (without ``SL:``), ``"O"`` first.
+        use_crf: score slot tags with a CRF (``True``) or independently per word; both decode with
+            Viterbi constrained to valid BIO.
+        slot_loss_weight: weight of the slot loss against the intent loss.
+        intent_pooling: ``"first"`` hidden state (CSTOP) or ``"mean"`` over tokens.
+        classifier_dropout: dropout before both classifiers.
+    """
+
+    model_type = "crop-hf-joint-parser"
+    sub_configs_defaults = {"encoder": SubConfigSpec(config_class=AutoConfig, model_type="xlm-roberta")}  # noqa: RUF012 (transformers reads it as is)
+
+    encoder: PretrainedConfig | dict | None = None
+    encoder_name_or_path: str = "FacebookAI/xlm-roberta-base"
+    intent_labels: list[str] | None = None
+    slot_labels: list[str] | None = None
+    use_crf: bool = True
+    slot_loss_weight: float = 1.0
+    intent_pooling: str = "first"
+    classifier_dropout: float = 0.1

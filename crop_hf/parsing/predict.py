@@ -1,0 +1,110 @@
+"""From words to parses with a :class:`~crop_hf.modeling.JointIntentSlotModel`: encoding, batching, decoding.
+
+The training loop, ``crop-hf evaluate-parser`` and the ``semantic-parsing`` pipeline share these
+steps, so they encode and decode identically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from crop_hf.seqlogical import from_flat
+
+__all__ = ["ParserPrediction", "collate", "encode_words", "predict_parses", "to_parse"]
+
+
+@dataclass
+class ParserPrediction:
+    """One parsed utterance: ``intent``, IOB2 ``slot_tags`` over its words, ``parse`` and ``score``.
+
+    ``score`` is the model's probability of the intent times that of the whole tag sequence.
+    """
+
+    tokens: list[str]
+    intent: str
+    slot_tags: list[str]
+    parse: str
+    score: float
+
+
+def _writable(word: str) -> str:
+    # A bracket inside a word cannot be written in a bracket parse; round brackets keep it readable.
+    return word.replace("[", "(").replace("]", ")")
+
+
+def to_parse(tokens: Sequence[str], intent: str, slot_tags: Sequence[str]) -> str:
+    """The bracket parse of a flat prediction (``[``/``]`` inside words become ``(``/``)``).
+
+    >>> to_parse(["Delhi", "ka", "weather"], "GET_WEATHER", ["B-LOCATION", "O", "O"])
+    '[IN:GET_WEATHER [SL:LOCATION Delhi ] ka weather ]'
+    """
+    return str(from_flat([_writable(t) for t in tokens], intent, slot_tags=list(slot_tags)))
+
+
+def encode_words(tokenizer, words: Sequence[Sequence[str]], max_length: int) -> dict[str, list[list[int]]]:
+    """``input_ids``, ``attention_mask`` and ``word_index`` of pre-split utterances.
+
+    A word for which the tokenizer produces no sub-word (a lone zero-width or control character)
+    would leave a gap in the word positions; such words are encoded as the unknown token instead,
+    so every word keeps its position and gets a tag.
+    """
+    from crop_hf.data.tokenization import tokenize_words
+
+    words = [list(w) for w in words]
+    encoded = tokenize_words(tokenizer, words, max_length)
+    for row, positions in enumerate(encoded["word_index"]):
+        seen = {p for p in positions if p >= 0}
+        last = max(seen, default=-1)
+        if len(seen) == last + 1:
+            continue
+        fixed = [w if i in seen or i > last else (tokenizer.unk_token or "?") for i, w in enumerate(words[row])]
+        single = tokenize_words(tokenizer, [fixed], max_length)
+        for key in encoded:
+            encoded[key][row] = single[key][0]
+    return encoded
+
+
+def collate(rows: Sequence[dict], pad_token_id: int) -> dict:
+    """Pad encoded rows into tensors; ``intent_labels`` and word-level ``slot_labels`` (-100 padded) when present."""
+    import torch
+
+    from crop_hf.data.tokenization import pad_batch
+
+    batch = pad_batch([{k: row[k] for k in ("input_ids", "attention_mask", "word_index")} for row in rows],
+                      pad_token_id)
+    if "intent_labels" in rows[0]:
+        batch["intent_labels"] = torch.tensor([row["intent_labels"] for row in rows])
+    if "slot_labels" in rows[0]:
+        longest = max(1, max(len(row["slot_labels"]) for row in rows))
+        batch["slot_labels"] = torch.tensor([list(row["slot_labels"]) + [-100] * (longest - len(row["slot_labels"]))
+                                             for row in rows])
+    return batch
+
+
+def predict_parses(model, tokenizer, words: Sequence[Sequence[str]], *, batch_size: int = 64,
+                   max_length: int = 128, show_progress: bool = False) -> list[ParserPrediction]:
+    """Parse pre-split utterances; words beyond ``max_length`` sub-words are tagged ``O``."""
+    import torch
+    from tqdm.auto import tqdm
+
+    model.eval()
+    device = next(model.parameters()).device
+    intents, slot_names = model.config.intent_labels, model.config.slot_labels
+    # Longest first, so each batch pads little; results are put back in input order.
+    order = sorted(range(len(words)), key=lambda i: -len(words[i]))
+    results: dict[int, ParserPrediction] = {}
+    for start in tqdm(range(0, len(order), batch_size), disable=not show_progress, desc="parsing"):
+        chosen = order[start : start + batch_size]
+        encoded = encode_words(tokenizer, [words[i] for i in chosen], max_length)
+        rows = [{k: encoded[k][j] for k in ("input_ids", "attention_mask", "word_index")} for j in range(len(chosen))]
+        batch = {k: v.to(device) for k, v in collate(rows, tokenizer.pad_token_id).items()}
+        with torch.no_grad():
+            decoded = model.decode(model(**batch))
+        for i, result in zip(chosen, decoded, strict=True):
+            tags = [slot_names[t] for t in result.slot_ids]
+            tags += ["O"] * (len(words[i]) - len(tags))
+            intent = intents[result.intent_id]
+            results[i] = ParserPrediction(list(words[i]), intent, tags, to_parse(words[i], intent, tags),
+                                          result.intent_probability * result.slot_probability)
+    return [results[i] for i in range(len(words))]

@@ -1,0 +1,114 @@
+"""Semantic parsing metrics: CSTOP's exact match, seqeval-equal slot F1, nested gold counted wrong, offline evaluate."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from crop_hf.metrics.parsing import canonical_parse, format_parse_table, parse_scores
+from crop_hf.parsing.predict import to_parse
+
+
+def test_exact_match_ignores_whitespace_only():
+    gold = "[IN:GET_WEATHER weather in [SL:LOCATION Delhi ] ]"
+    assert parse_scores(["[IN:GET_WEATHER   weather in [SL:LOCATION Delhi]]"], [gold])["exact_match"] == 1.0
+    assert parse_scores(["[IN:GET_WEATHER weather in [SL:LOCATION delhi ] ]"], [gold])["exact_match"] == 0.0
+    assert parse_scores(["[IN:GET_WEATHER weather [SL:LOCATION in Delhi ] ]"], [gold])["exact_match"] == 0.0
+    assert canonical_parse("[IN:A  x\t[SL:B y]]") == "[IN:A x [SL:B y ] ]"
+
+
+def test_unparseable_predictions_score_wrong_and_bad_references_raise():
+    scores = parse_scores(["[IN:A x [SL:B y ]", "garbage"], ["[IN:A x [SL:B y ] ]", "[IN:C z ]"])
+    assert scores["exact_match"] == 0.0 and scores["intent_accuracy"] == 0.0 and scores["slot_recall"] == 0.0
+    with pytest.raises(ValueError, match="reference 0"):
+        parse_scores(["[IN:A x ]"], ["[IN:A x"])
+    with pytest.raises(ValueError, match="2 predictions but 1"):
+        parse_scores(["[IN:A x ]"] * 2, ["[IN:A x ]"])
+
+
+def test_nested_gold_counts_wrong_and_is_reported_alone():
+    nested = "[IN:CREATE_REMINDER remind me [SL:TODO [IN:GET_EVENT the party ] ] ]"
+    flat_guess = "[IN:CREATE_REMINDER remind me [SL:TODO the party ] ]"  # the best a flat parser can say
+    scores = parse_scores([flat_guess, "[IN:A x ]"], [nested, "[IN:A x ]"], domains=["reminder", "other"])
+    assert scores["exact_match"] == 0.5
+    assert scores["nested"] == {**scores["nested"], "count": 1, "exact_match": 0.0, "intent_accuracy": 1.0,
+                                "slot_f1": 1.0}
+    assert scores["flat"]["count"] == 1 and scores["flat"]["exact_match"] == 1.0
+    assert scores["per_domain"]["reminder"]["exact_match"] == 0.0
+    table = format_parse_table(scores)
+    assert table.splitlines()[-2].split()[:3] == ["nested", "1", "0.0"]
+
+
+def test_slot_f1_equals_seqeval_on_random_tag_sequences():
+    from seqeval.metrics import f1_score, precision_score, recall_score
+
+    rng = random.Random(0)
+    names = ["LOC", "DATE", "NAME"]
+
+    def random_tags(n):
+        tags, previous = [], "O"
+        for _ in range(n):
+            choice = rng.random()
+            if choice < 0.4:
+                tag = "O"
+            elif choice < 0.7 or previous == "O":
+                tag = f"B-{rng.choice(names)}"
+            else:
+                tag = "I-" + previous[2:]
+            tags.append(tag)
+            previous = tag
+        return tags
+
+    gold_tags, guess_tags = [], []
+    for _ in range(200):
+        n = rng.randint(1, 8)
+        gold_tags.append(random_tags(n))
+        guess_tags.append(random_tags(n) if rng.random() < 0.5 else list(gold_tags[-1]))
+    words = [[f"w{i}" for i in range(len(t))] for t in gold_tags]
+    scores = parse_scores([to_parse(w, "X", t) for w, t in zip(words, guess_tags, strict=True)],
+                          [to_parse(w, "X", t) for w, t in zip(words, gold_tags, strict=True)])
+    assert scores["slot_precision"] == pytest.approx(precision_score(gold_tags, guess_tags))
+    assert scores["slot_recall"] == pytest.approx(recall_score(gold_tags, guess_tags))
+    assert scores["slot_f1"] == pytest.approx(f1_score(gold_tags, guess_tags))
+
+
+@pytest.mark.parametrize("name,key", [("exact_match_parse", "exact_match"), ("intent_accuracy", "intent_accuracy"),
+                                      ("slot_f1", "slot_f1")])
+def test_evaluate_modules_load_offline_from_the_package(name, key, monkeypatch, tmp_path):
+    import evaluate
+
+    import crop_hf.metrics
+
+    monkeypatch.setenv("HF_EVALUATE_OFFLINE", "1")
+    metric = evaluate.load(crop_hf.metrics.path(name), cache_dir=str(tmp_path))
+    predictions = ["[IN:A x [SL:B y ] ]", "[IN:C z ]"]
+    references = ["[IN:A x [SL:B y ] ]", "[IN:C [SL:D [IN:E z ] ] ]"]
+    result = metric.compute(predictions=predictions, references=references, domains=["d1", "d2"])
+    expected = parse_scores(predictions, references, ["d1", "d2"])
+    assert result[key] == expected[key] and result[f"nested_{key}"] == expected["nested"][key]
+    assert result["per_domain"]["d2"][key] == expected["per_domain"]["d2"][key]
+    with pytest.raises(KeyError, match="no crop-hf metric"):
+        crop_hf.metrics.path("bleu")
+
+
+def test_evaluate_parser_command_prints_the_table(tiny_bert, tmp_path, capsys):
+    import datasets
+
+    from crop_hf.cli import main
+    from crop_hf.modeling import JointIntentSlotModel
+
+    JointIntentSlotModel.from_encoder(str(tiny_bert), ["GET_WEATHER"], ["O", "B-LOCATION", "I-LOCATION"]) \
+        .save_pretrained(tmp_path / "model")
+    from transformers import AutoTokenizer
+
+    AutoTokenizer.from_pretrained(tiny_bert).save_pretrained(tmp_path / "model")
+    datasets.DatasetDict({"validation": datasets.Dataset.from_dict({
+        "tokens": [["weather", "Paris"], ["weather"]], "intent": ["GET_WEATHER"] * 2,
+        "slot_tags": [["O", "B-LOCATION"], ["O"]], "domain": ["weather", "weather"],
+    })}).save_to_disk(tmp_path / "corpus")
+    assert main(["evaluate-parser", "--model", str(tmp_path / "model"), "--sources", f"disk:{tmp_path / 'corpus'}",
+                 "--output", str(tmp_path / "scores.json")]) == 0
+    out = capsys.readouterr().out
+    assert "exact match" in out and out.count("weather") >= 1 and "nested" in out
+    assert (tmp_path / "scores.json").exists()

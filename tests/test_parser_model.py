@@ -1,0 +1,132 @@
+"""The joint parser as a Hugging Face model and pipeline: Auto classes, word compaction, batching, parses."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+INTENTS = ["GET_WEATHER", "SET_TIMER"]
+TAGS = ["O", "B-LOCATION", "I-LOCATION", "B-DATE_TIME", "I-DATE_TIME"]
+
+
+@pytest.fixture(scope="module")
+def parser_dir(tiny_bert, tmp_path_factory):
+    from crop_hf.modeling import JointIntentSlotModel
+
+    torch.manual_seed(0)
+    model = JointIntentSlotModel.from_encoder(str(tiny_bert), INTENTS, TAGS)
+    with torch.no_grad():  # transitions that favour slots, so decoding produces some
+        model.crf.transitions.normal_(0, 1.0)
+    folder = tmp_path_factory.mktemp("parser")
+    model.save_pretrained(folder)
+    from transformers import AutoTokenizer
+
+    AutoTokenizer.from_pretrained(tiny_bert).save_pretrained(folder)
+    return folder
+
+
+def _batch(tokenizer, words):
+    from crop_hf.parsing.predict import collate, encode_words
+
+    encoded = encode_words(tokenizer, words, 64)
+    return collate([{k: encoded[k][i] for k in encoded} for i in range(len(words))], tokenizer.pad_token_id)
+
+
+def test_auto_classes_load_the_saved_model_and_config_records_everything(parser_dir):
+    import json
+
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    import crop_hf.modeling  # noqa: F401
+
+    config = json.loads((parser_dir / "config.json").read_text())
+    assert config["auto_map"] == {"AutoConfig": "configuration_joint.JointParserConfig",
+                                  "AutoModel": "modeling_joint.JointIntentSlotModel"}
+    assert config["intent_labels"] == INTENTS and config["slot_labels"] == TAGS and config["use_crf"] is True
+    assert (parser_dir / "crf.py").exists()  # remote code is self-contained
+    loaded = AutoModel.from_pretrained(parser_dir).eval()
+    assert type(loaded).__name__ == "JointIntentSlotModel"
+    assert AutoConfig.from_pretrained(parser_dir).encoder.model_type == "bert"
+    tokenizer = AutoTokenizer.from_pretrained(parser_dir)
+    batch = _batch(tokenizer, [["weather", "in", "Paris"]])
+    again = AutoModel.from_pretrained(parser_dir).eval()
+    assert torch.allclose(loaded(**batch).slot_emissions, again(**batch).slot_emissions)
+    # Without crop-hf's registration, the copied code loads the same model.
+    remote = AutoModel.from_pretrained(parser_dir, trust_remote_code=True).eval()
+    assert torch.allclose(loaded(**batch).intent_logits, remote(**batch).intent_logits, atol=1e-6)
+
+
+def test_compaction_takes_first_subwords_only():
+    from crop_hf.modeling import JointIntentSlotModel
+
+    scores = torch.arange(2 * 6 * 1, dtype=torch.float).reshape(2, 6, 1)
+    word_index = torch.tensor([[-1, 0, -1, 1, 2, -1], [-1, 0, 1, -1, -1, -1]])
+    words, mask = JointIntentSlotModel.compact(scores, word_index)
+    assert words[..., 0].tolist() == [[1.0, 3.0, 4.0], [7.0, 8.0, 0.0]]
+    assert mask.tolist() == [[True, True, True], [True, True, False]]
+    with pytest.raises(ValueError, match="gap"):
+        JointIntentSlotModel.compact(scores, torch.tensor([[-1, 0, 2, -1, -1, -1]] * 2))
+
+
+@torch.no_grad()
+def test_padding_and_batch_mates_do_not_change_a_sentence(parser_dir):
+    from transformers import AutoModel, AutoTokenizer
+
+    model = AutoModel.from_pretrained(parser_dir).eval()
+    tokenizer = AutoTokenizer.from_pretrained(parser_dir)
+    short = ["weather", "Paris"]
+    long = ["Angela", "Merkel", "visited", "Paris", "on", "Monday", "and", "Gothenburg", "later"]
+    labels = {"intent_labels": torch.tensor([0]), "slot_labels": torch.tensor([[0, 1]])}
+    alone = model(**_batch(tokenizer, [short]), **labels)
+    both = model(**_batch(tokenizer, [short, long]), intent_labels=torch.tensor([0, 1]),
+                 slot_labels=torch.tensor([[0, 1] + [-100] * 7, [0] * 9]))
+    assert torch.allclose(alone.slot_emissions[0], both.slot_emissions[0, :2], atol=1e-5)
+    assert not both.word_mask[0, 2:].any()
+    # The CRF likelihood of the short sentence is the same alone and padded beside a long one.
+    single = model.crf.log_likelihood(alone.slot_emissions, torch.tensor([[0, 1]]), alone.word_mask)
+    paired = model.crf.log_likelihood(both.slot_emissions, torch.tensor([[0, 1] + [0] * 7, [0] * 9]), both.word_mask)
+    assert float(single[0]) == pytest.approx(float(paired[0]), abs=1e-4)
+    assert model.decode(alone)[0].slot_ids == model.decode(both)[0].slot_ids
+
+
+def test_pipeline_outputs_parses_that_round_trip_and_batches_like_single_calls(parser_dir):
+    from transformers import pipeline
+
+    import crop_hf  # noqa: F401
+    from crop_hf.seqlogical import parse
+
+    parser = pipeline("semantic-parsing", model=str(parser_dir))
+    texts = ["weather  in Paris next Monday", "I live in [Gothenburg]", "Paris", ""]
+    singles = [parser(text) for text in texts]
+    batched = parser(texts, batch_size=3)
+    assert [b["parse"] for b in batched] == [s["parse"] for s in singles]
+    for text, out in zip(texts, batched, strict=True):
+        assert set(out) == {"intent", "slots", "parse", "score"}
+        assert out["intent"] in INTENTS and 0.0 <= out["score"] <= 1.0
+        tree = parse(out["parse"])
+        assert tree.name == out["intent"] and len(tree.tokens) == len(text.split())
+        assert [s.name for s in tree.subtrees() if s.kind == "SL"] == [s["label"] for s in out["slots"]]
+        for slot in out["slots"]:
+            assert text[slot["start"]:slot["end"]] == slot["text"]
+    words = parser([["weather", "in", "Paris"]])
+    assert words[0]["parse"] == parser("weather in Paris")["parse"]
+
+
+def test_config_rejects_bad_labels_and_pooling():
+    from transformers import BertConfig
+
+    from crop_hf.modeling import JointIntentSlotModel, JointParserConfig
+
+    encoder = BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8,
+                         vocab_size=20).to_dict()
+    with pytest.raises(ValueError, match="IOB2"):
+        JointIntentSlotModel(JointParserConfig(encoder=encoder, intent_labels=["A"], slot_labels=["O", "S-X"]))
+    with pytest.raises(ValueError, match="intent_pooling"):
+        JointIntentSlotModel(JointParserConfig(encoder=encoder, intent_labels=["A"], slot_labels=["O"],
+                                               intent_pooling="max"))
+    mean = JointIntentSlotModel(JointParserConfig(encoder=encoder, intent_labels=["A", "B"], slot_labels=["O"],
+                                                  intent_pooling="mean", use_crf=False))
+    out = mean(input_ids=torch.tensor([[1, 2, 3]]), attention_mask=torch.tensor([[1, 1, 1]]),
+               word_index=torch.tensor([[-1, 0, -1]]), intent_labels=torch.tensor([1]),
+               slot_labels=torch.tensor([[0]]))
+    assert out.loss is not None and mean.crf is None
