@@ -12,7 +12,7 @@ from invented_languages import InventedLanguages
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
 
 import crop_hf  # registers the task
-from crop_hf import tiny
+from crop_hf import demo_models as tiny
 from crop_hf.labels import tags_to_spans
 from crop_hf.translation import LabeledSequenceTranslationPipeline, resolve_languages
 

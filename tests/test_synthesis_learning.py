@@ -16,7 +16,7 @@ import torch
 from invented_languages import InventedLanguages
 from transformers import AutoModelForSeq2SeqLM, AutoModelForTokenClassification, AutoTokenizer, pipeline
 
-from crop_hf import tiny
+from crop_hf import demo_models as tiny
 from crop_hf.labels import CONLL_LABELS
 from crop_hf.synthesis import SynthesisConfig, SynthesisModels, synthesize
 
