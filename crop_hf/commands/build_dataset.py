@@ -26,8 +26,9 @@ class BuildDatasetConfig:
     name: str = field(metadata={"help": "A crop-hf corpus: conll5, xtreme40, cstop, top (crop_hf.data.BUILDERS)."})
     configs: list[str] | None = field(default=None, metadata={"help": "Configs to build (default: all of the corpus)."})
     data_dir: str | None = field(
-        default=None, metadata={"help": "Folder holding the original release (default: download it where the corpus "
-                                        "is public)."})
+        default=None, metadata={"help": "Folder holding the original release. Default: download it where its "
+                                        "location is public (conll5 en/es/nl/no, xtreme40, top); conll5 de (licensed) "
+                                        "and cstop need this folder."})
     output_dir: str | None = field(default=None, metadata={"help": "Write parquet files and README.md here."})
     push_to_hub: str | None = field(default=None, metadata={"help": "Upload to this Hub dataset repository (ORG/NAME)."})
     private: bool = field(default=False, metadata={"help": "Create the Hub repository private."})
