@@ -153,7 +153,7 @@ def parse_config(classes: Sequence[type], argv: Sequence[str] | None = None, *, 
     try:
         configs = tuple(parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False))
     except ValueError as error:  # a dataclass's __post_init__ refused a value: a usage error, said in one line
-        parser.error(str(error))
+        parser.exit(2, f"{parser.prog}: error: {' '.join(str(error).split())}\n")
     for config in configs:
         for name in nulls & {f.name for f in dataclasses.fields(config)}:
             setattr(config, name, None)

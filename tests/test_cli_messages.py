@@ -95,3 +95,157 @@ def test_lists_are_space_separated_and_corpora_are_source_specs_everywhere():
         for action in parser._actions:
             if "comma" in (action.help or "").lower():
                 pytest.fail(f"crop-hf {name} --{action.dest} asks for a comma-separated list: {action.help}")
+
+
+# --- user mistakes end in one line on stderr, a non-zero exit, and no traceback ---------------------
+
+
+def run_main(argv: list[str], capsys) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exit_info:
+        code = exit_info.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_error_line(err: str, command: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith(f"crop-hf {command}: error: "), lines[0]
+    return lines[0]
+
+
+def test_a_device_that_does_not_exist_is_a_usage_error_listing_the_devices(capsys):
+    from crop_hf.errors import available_devices
+
+    code, _, err = run_main(["synthesize", "--target_langs", "de", "--device", "cuda:99"], capsys)
+    assert code == 2
+    line = one_error_line(err, "synthesize")
+    assert "device 'cuda:99' is not available" in line and f"devices here: {', '.join(available_devices())}" in line
+    code, _, err = run_main(["synthesize", "--target_langs", "de", "--device", "gpu0"], capsys)
+    assert code == 2 and "'gpu0' is not a torch device" in one_error_line(err, "synthesize")
+
+
+def test_check_device_accepts_what_exists():
+    import torch
+
+    from crop_hf.errors import DeviceError, available_devices, check_device
+
+    assert check_device("cpu") == "cpu"
+    for device in available_devices():
+        assert check_device(device) == device
+    if not torch.cuda.is_available():
+        with pytest.raises(DeviceError, match=r"built without CUDA.*devices here: cpu"):
+            check_device("cuda")
+
+
+def test_an_unreachable_model_is_named_and_offline_mode_reported(capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, _, err = run_main(["evaluate-ner", "--model", "crop-hf-tests/no-such-model", "--sources", "conll5:es"], capsys)
+    assert code == 1
+    line = one_error_line(err, "evaluate-ner")
+    assert "cannot load the model 'crop-hf-tests/no-such-model'" in line
+    assert "offline mode is on (HF_HUB_OFFLINE=1" in line
+
+
+def test_offline_mode_phrase_says_on_or_off():
+    from crop_hf.errors import offline_mode
+
+    assert offline_mode({}).startswith("offline mode is off")
+    assert offline_mode({"HF_DATASETS_OFFLINE": "true"}).startswith("offline mode is on (HF_DATASETS_OFFLINE=1)")
+
+
+def test_an_unreachable_dataset_is_named(capsys, monkeypatch, tiny_xlmr_ner):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    code, _, err = run_main(["evaluate-ner", "--model", str(tiny_xlmr_ner), "--sources", "hub:crop-hf-tests/no-such-data",
+                             "--no_show_progress"], capsys)
+    assert code == 1
+    line = one_error_line(err, "evaluate-ner")
+    assert "cannot load the dataset 'crop-hf-tests/no-such-data'" in line and "offline mode is on" in line
+    # a crop-hf corpus without data_dir downloads its release: offline, the error names the corpus and the way out
+    code, _, err = run_main(["evaluate-ner", "--model", str(tiny_xlmr_ner), "--sources", "conll5:nl",
+                             "--no_show_progress"], capsys)
+    line = one_error_line(err, "evaluate-ner")
+    assert code == 1 and "conll5/nl: cannot download the release" in line and "pass data_dir=" in line
+
+
+def test_an_unknown_spec_key_lists_the_valid_ones(capsys, tiny_xlmr_ner, tmp_path):
+    code, _, err = run_main(["evaluate-ner", "--model", str(tiny_xlmr_ner), "--sources",
+                             f"conll5:es?datadir={tmp_path}", "--no_show_progress"], capsys)
+    assert code == 1
+    line = one_error_line(err, "evaluate-ner")
+    assert "conll5/es: unknown option 'datadir' (did you mean data_dir?)" in line
+    valid = line.split("valid options: ")[1].split(" (--debug")[0].split(", ")
+    assert {"data_dir", "skip_bad_records", "encoding", "source", "cache_dir", "splits"} <= set(valid)
+
+
+BUILDER_FOLDERS = [  # name, config, what the message names, a file it must say it looked for
+    ("conll5", "es", "conll5/es", "esp.testb"),
+    ("cstop", "default", "cstop", "eval.tsv"),
+    ("top", "v1", "top/v1", "test.tsv"),
+    ("top", "v2", "top/v2", "<domain>_train.tsv"),
+    ("xtreme40", "de", "xtreme40/de", "de/dev"),
+]
+
+
+@pytest.mark.parametrize(("name", "config", "what", "file"), BUILDER_FOLDERS, ids=[row[2] for row in BUILDER_FOLDERS])
+def test_a_missing_folder_has_one_message_shape_for_every_builder(name, config, what, file, capsys, tmp_path):
+    missing = tmp_path / "not-here"
+    code, _, err = run_main(["build-dataset", "--name", name, "--configs", config, "--data_dir", str(missing),
+                             "--output_dir", str(tmp_path / "out"), "--cache_dir", str(tmp_path / "cache")], capsys)
+    assert code == 1
+    line = one_error_line(err, "build-dataset")
+    assert re.search(rf"error: {re.escape(what)}: no folder '{re.escape(str(missing))}'; looked for train: ", line), line
+    assert file in line and "Pass data_dir=" in line
+
+
+def test_debug_shows_the_traceback(capsys, monkeypatch, tmp_path):
+    argv = ["build-dataset", "--name", "cstop", "--data_dir", str(tmp_path / "none"), "--output_dir", str(tmp_path)]
+    with pytest.raises(FileNotFoundError, match="cstop: no folder"):
+        main([*argv, "--debug"])
+    monkeypatch.setenv("CROP_HF_DEBUG", "1")
+    with pytest.raises(FileNotFoundError):
+        main(argv)
+
+
+# --- one split needs only its files -------------------------------------------------------------------
+
+
+def test_norne_dev_and_test_files_alone_load_one_split(shared_data, tmp_path):
+    from crop_hf.data import load_dataset
+    from crop_hf.errors import MissingFilesError
+
+    folder = shared_data / "norne"
+    assert not list(folder.glob("*train*"))  # the release copy here has no train file
+    validation = load_dataset("conll5", "no", source="norne", data_dir=str(folder), split="validation",
+                              cache_dir=str(tmp_path))
+    assert validation.num_rows == 2410
+    with pytest.raises(MissingFilesError, match=r"looked for train: no_bokmaal-ud-train\.conllu$"):
+        load_dataset("conll5", "no", source="norne", data_dir=str(folder), cache_dir=str(tmp_path))
+
+
+def test_conll_test_file_alone_loads_the_test_split(shared_data, tmp_path):
+    from crop_hf.data import load_dataset
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "esp.testb").symlink_to(shared_data / "conll2002" / "esp.testb")
+    test = load_dataset("conll5", "es", data_dir=str(tmp_path / "data"), split="test", cache_dir=str(tmp_path / "c"))
+    assert test.num_rows == 1517
+    both = load_dataset("conll5", "es", data_dir=str(tmp_path / "data"), split="test[:10]+test[10:20]",
+                        cache_dir=str(tmp_path / "c"))
+    assert both.num_rows == 20
+
+
+def test_evaluate_ner_reads_only_the_split_it_scores(shared_data, tiny_xlmr_ner, tmp_path, capsys):
+    spec = f"conll5:no?source=norne&data_dir={shared_data / 'norne'}"
+    out = tmp_path / "scores.json"
+    code, stdout, err = run_main(["evaluate-ner", "--model", str(tiny_xlmr_ner), "--sources", spec, "--split", "test",
+                                  "--max_samples", "20", "--drop_unknown_types", "--output", str(out)], capsys)
+    assert code == 0, err
+    assert stdout.splitlines()[0].split()[:2] == ["test", "no"]
+    import json
+
+    scores = json.loads(out.read_text())
+    assert scores["split"] == "test" and list(scores["languages"]) == ["no"]
+    assert scores["languages"]["no"]["sentences"] == 20  # of the 1939 test sentences; no train file exists

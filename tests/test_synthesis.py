@@ -1,4 +1,5 @@
 import json
+import logging
 import os
 import shutil
 import signal
@@ -167,17 +168,23 @@ def test_card_and_statistics_are_written_from_the_run(raw_dir, tmp_path):
     assert table[-1].split()[:3] == ["total", "12", "7"]
 
 
-def test_rerun_skips_finished_shards_and_changed_arguments_start_afresh(raw_dir, tmp_path):
+def test_rerun_skips_finished_shards_and_changed_arguments_start_afresh(raw_dir, tmp_path, caplog):
     template, output = str(raw_dir / "{lang}.txt"), str(tmp_path / "out")
     first_models = fake_models()
-    synthesize(fake_config(template, output), models=first_models)
+    first = synthesize(fake_config(template, output), models=first_models)
     assert first_models.translator.calls == 2 * 5  # two translation calls per shard: 3 de + 2 nl shards
     before = load(Path(output))
 
+    assert "resumed" not in first.report()
+
     again = fake_models()
-    synthesize(fake_config(template, output), models=again)
+    with caplog.at_level(logging.INFO, logger="crop_hf.synthesis.runner"):
+        second = synthesize(fake_config(template, output), models=again)
     assert again.translator.calls == 0
     assert load(Path(output)) == before
+    assert second.skipped_shards == {"de": 3, "nl": 2}
+    assert "resumed: skipped 5 shard(s) an earlier run had finished (de 3, nl 2)" in second.report()
+    assert "de: resumed: skipped 3 of 3 shard(s)" in caplog.text
 
     changed = fake_models()
     runner = SynthesisRunner(fake_config(template, output, num_beams=2, num_return_sequences=2), models=changed)
@@ -357,7 +364,7 @@ def test_self_training_reads_what_synthesis_writes(raw_dir, tmp_path, tiny_xlmr_
     result = synthesize(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out")), models=fake_models())
     code = main(["self-train", "--kept", str(result.dataset_path), "--discarded", str(result.discarded_path),
                  "--source_model", str(tiny_xlmr_ner), "--model_name_or_path", str(tiny_xlmr_ner),
-                 "--output_dir", str(tmp_path / "self-trained"), "--max_train_steps", "2", "--no_progress"])
+                 "--output_dir", str(tmp_path / "self-trained"), "--max_train_steps", "2", "--no_show_progress"])
     assert code == 0
     corpus = datasets.load_from_disk(str(tmp_path / "self-trained" / "corpus"))["train"]
     rules = corpus.features["label_rule"].int2str(corpus["label_rule"])

@@ -15,6 +15,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from crop_hf.console import setup_logging
+
 #: Pretty names of the corpora on their cards.
 PRETTY_NAMES = {"conll5": "CoNLL-5 NER", "xtreme40": "XTREME-40 PAN-X NER", "cstop": "CSTOP", "top": "TOP"}
 
@@ -69,7 +71,7 @@ def run(config: BuildDatasetConfig) -> int:
     from crop_hf.data.publish import build_configs, write_parquet
     from crop_hf.hub import push_corpus
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(logging.INFO)
     available = all_configs(config.name)
     configs = config.configs or available
     unknown = sorted(set(configs) - set(available))

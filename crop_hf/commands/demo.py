@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from crop_hf.console import setup_logging
+
 SAMPLE_LANGUAGES = ("de", "es", "nl", "zh")
 
 
@@ -44,7 +46,7 @@ def run(config: DemoConfig) -> int:
     from crop_hf.demo_models import build_tiny_m2m100, build_tiny_xlmr_ner
     from crop_hf.synthesis import SynthesisConfig, synthesize
 
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(logging.WARNING)
     output = Path(config.output_dir or tempfile.mkdtemp(prefix="crop-hf-demo-"))
     print("SMOKE RUN with tiny random-weight models: the labels are meaningless.")
     corpus = [line for lang in config.target_langs for line in Path(sample_path().format(lang=lang)).read_text(

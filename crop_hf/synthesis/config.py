@@ -78,6 +78,10 @@ class SynthesisConfig:
         for name in ("batch_size", "num_beams", "num_return_sequences", "max_words", "shard_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.device is not None:  # fail now, with the devices that exist, not deep inside torch
+            from crop_hf.errors import check_device
+
+            check_device(self.device)
         if self.num_return_sequences > self.num_beams:
             raise ValueError("num_return_sequences cannot exceed num_beams")
         if self.report:  # fail now, not after hours of synthesis
