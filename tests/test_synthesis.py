@@ -1,6 +1,7 @@
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from huggingface_hub import DatasetCard
 from synthesis_fakes import fake_config, fake_models
 
 from crop_hf.cli import main
+from crop_hf.commands.self_train import RULE_MEANINGS
 from crop_hf.synthesis import REASONS, LanguageIdFilter, SynthesisConfig, SynthesisRunner, synthesize
 from crop_hf.synthesis.inputs import iter_raw_sentences, shards_of
 from crop_hf.synthesis.shards import ShardStore
@@ -340,8 +342,11 @@ def test_target_languages_accept_a_comma_separated_string():
 
 
 def test_demo_runs_every_stage_offline_and_says_it_is_a_smoke_run(tmp_path, capsys):
-    assert main(["demo", "--output_dir", str(tmp_path), "--target_langs", "de"]) == 0
-    printed = capsys.readouterr().out
+    assert main(["demo", "--output_dir", str(tmp_path), "--target_langs", "de", "--no_show_progress"]) == 0
+    captured = capsys.readouterr()
+    printed = captured.out
+    # no bar of any library: not "Loading weights" (transformers), not "Saving the dataset" (datasets), not ours
+    assert not re.search(r"\d+%\||it/s\]|Loading weights|Saving the dataset", captured.err), captured.err
     assert "SMOKE RUN" in printed and "meaningless" in printed
     statistics = json.loads((tmp_path / "synthesis" / "statistics.json").read_text())["de"]
     assert statistics["input"] == 10  # the bundled German sample sentences
@@ -372,6 +377,12 @@ def test_self_training_reads_what_synthesis_writes(raw_dir, tmp_path, tiny_xlmr_
     assert rules.count("synthesis") == kept  # every kept sentence, labels unchanged
     assert sorted(corpus["lang"][:kept]) == sorted(["de"] * 4 + ["nl"] * 3)
     # Every discarded sentence was re-labeled or dropped with a printed count: none is lost silently.
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
+    assert not re.search(r"\d+%\||it/s\]|Loading weights", captured.err), captured.err  # --no_show_progress
+    # the summary says what each label_rule category means, beside its count
+    for rule in set(rules):
+        line = next(line for line in printed.splitlines() if line.split()[:1] == [rule])
+        assert line.split()[1] == str(rules.count(rule)) and RULE_MEANINGS[rule] in line
     dropped = sum(int(line.rsplit(":", 1)[1]) for line in printed.splitlines() if line.strip().startswith("dropped ("))
     assert len(corpus) - kept + dropped == sum(s["input"] - s["kept"] for s in result.statistics.values())
