@@ -188,7 +188,9 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
         raise ValueError(f"{len(weights)} train_weights for {len(data_args.train_sources)} train_sources")
 
     with accelerator.main_process_first():
-        sources = [load_source(spec, label_map, dataset=datasets.get(spec)) for spec in data_args.train_sources]
+        # only the train split: a crop-hf corpus then reads only its train files
+        sources = [load_source(spec, label_map, dataset=datasets.get(spec), splits=("train",))
+                   for spec in data_args.train_sources]
     tokenizer, model, label_set = _load_model(model_args, sources)
 
     with accelerator.main_process_first():
