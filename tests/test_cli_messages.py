@@ -249,3 +249,14 @@ def test_evaluate_ner_reads_only_the_split_it_scores(shared_data, tiny_xlmr_ner,
     scores = json.loads(out.read_text())
     assert scores["split"] == "test" and list(scores["languages"]) == ["no"]
     assert scores["languages"]["no"]["sentences"] == 20  # of the 1939 test sentences; no train file exists
+
+
+def test_synthesize_default_input_offline_names_the_download(capsys, monkeypatch, tmp_path):
+    """The default input (xtreme40, downloaded) offline: one line naming the URL, offline mode and the way out."""
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    code, _, err = run_main(["synthesize", "--target_langs", "de", "--output_dir", str(tmp_path), "--no_show_progress"],
+                            capsys)
+    assert code == 1
+    line = one_error_line(err, "synthesize")
+    assert "input 'xtreme40': cannot download https://" in line and "offline mode is on" in line
+    assert "'xtreme40?data_dir=<folder>'" in line
