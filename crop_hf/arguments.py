@@ -19,15 +19,57 @@ placed before it, so the command line wins and every value is checked by the sam
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import enum
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CONFIG_SUFFIXES", "config_to_argv", "parse_config", "read_config_file"]
+__all__ = ["CONFIG_SUFFIXES", "HelpFormatter", "build_parser", "config_to_argv", "parse_config", "read_config_file"]
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` that tells the truth: every default shown in words a user can type.
+
+    ``ArgumentDefaultsHelpFormatter`` (what ``HfArgumentParser`` uses) appends ``(default: None)``,
+    ``(default: [])`` or a list's Python repr, and reads a ``%`` in a help text as a format
+    directive. Here a list default is shown space-separated as it is typed, ``None``/empty defaults
+    read "not set" unless the help text says what happens without the option ("default: all"), the
+    ``--no_X`` switch of a boolean says what it turns off, and a lone ``%`` is printed as is.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        help_text = action.help or ""
+        if isinstance(action, argparse._StoreFalseAction) and action.option_strings[0].startswith("--no"):
+            return f"Turn --{action.dest} off (it is on by default)."
+        default = action.default
+        if "%(default)" in help_text or default is argparse.SUPPRESS or action.required:
+            return help_text
+        if not (action.option_strings or action.nargs in (argparse.OPTIONAL, argparse.ZERO_OR_MORE)):
+            return help_text
+        if default is None or default == []:
+            # the help text says what happens without the option ("default: all"), or nothing is set
+            return help_text if "default" in help_text.lower() else f"{help_text} (default: not set)"
+        if isinstance(default, (list, tuple)):
+            shown = " ".join(map(str, default))
+        elif isinstance(default, enum.Enum):
+            shown = str(default.value)
+        else:
+            shown = str(default)
+        return f"{help_text} (default: {shown.replace('%', '%%')})"
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        saved = action.help
+        action.help = re.sub(r"%(?![(%])", "%%", saved or "")  # a lone '%' ("10%") is text, not a directive
+        try:
+            return super()._expand_help(action)
+        finally:
+            action.help = saved
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
@@ -76,6 +118,14 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def build_parser(classes: Sequence[type], *, prog: str | None = None, description: str | None = None):
+    """The ``transformers.HfArgumentParser`` of ``classes``, with :class:`HelpFormatter` for ``--help``."""
+    from transformers import HfArgumentParser
+
+    kwargs = {key: value for key, value in (("prog", prog), ("description", description)) if value is not None}
+    return HfArgumentParser(list(classes), formatter_class=HelpFormatter, **kwargs)
+
+
 def parse_config(classes: Sequence[type], argv: Sequence[str] | None = None, *, prog: str | None = None,
                  description: str | None = None, positional: str | None = None) -> tuple[Any, ...]:
     """Read one instance of each dataclass in ``classes`` from ``argv`` (default: ``sys.argv[1:]``).
@@ -86,8 +136,6 @@ def parse_config(classes: Sequence[type], argv: Sequence[str] | None = None, *, 
     (``report OUT`` reads as ``report --output_dir OUT``).
     """
     import sys
-
-    from transformers import HfArgumentParser
 
     argv = list(sys.argv[1:] if argv is None else argv)
     from_file: list[str] = []
@@ -101,12 +149,11 @@ def parse_config(classes: Sequence[type], argv: Sequence[str] | None = None, *, 
     if positional and argv and not argv[0].startswith("-"):
         argv = [f"--{positional}", *argv]
     argv = from_file + argv
-    kwargs = {key: value for key, value in (("prog", prog), ("description", description)) if value is not None}
-    parser = HfArgumentParser(list(classes), **kwargs)
+    parser = build_parser(classes, prog=prog, description=description)
     try:
         configs = tuple(parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False))
     except ValueError as error:  # a dataclass's __post_init__ refused a value: a usage error, said in one line
-        parser.error(str(error))
+        parser.exit(2, f"{parser.prog}: error: {' '.join(str(error).split())}\n")
     for config in configs:
         for name in nulls & {f.name for f in dataclasses.fields(config)}:
             setattr(config, name, None)

@@ -5,7 +5,9 @@ as configuration dataclasses: ``CONFIG_CLASSES`` (a tuple of ``@dataclass`` type
 carry ``metadata={"help": ...}``) and ``run(*configs) -> int``. The options are parsed by
 ``transformers.HfArgumentParser`` (:func:`crop_hf.arguments.parse_config`), so every command also
 accepts a JSON/YAML file of its options first (``crop-hf synthesize run.yaml --device cuda:0``)
-and the option names are the field names. Modules are imported only when their subcommand runs
+and the option names are the field names. A user mistake (a missing file, an unknown option, an
+unreachable model, a device that does not exist) ends in one line on stderr and exit status 1;
+``--debug`` or ``CROP_HF_DEBUG=1`` shows the traceback instead. Modules are imported only when their subcommand runs
 (``--help`` reads the one-line summaries from :data:`COMMANDS`), so ``crop-hf --help`` answers
 without importing torch or transformers.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -47,8 +50,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Errors printed as one line (``crop-hf <command>: error: ...``, exit status 1) unless debugging:
+#: crop-hf's own user errors, and what the libraries raise for a missing file, a bad value, an
+#: unreachable repository or a missing optional package.
+USER_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError, KeyError, ImportError)
+
+
+def _debugging(argv: list[str]) -> bool:
+    """``--debug`` anywhere in ``argv`` (removed from it) or ``CROP_HF_DEBUG=1``: show tracebacks."""
+    flag = "--debug" in argv
+    while "--debug" in argv:
+        argv.remove("--debug")
+    return flag or os.environ.get("CROP_HF_DEBUG", "").lower() in {"1", "true", "yes", "on"}
+
+
+def _one_line(error: BaseException) -> str:
+    text = error.args[0] if isinstance(error, KeyError) and len(error.args) == 1 else str(error)
+    return " ".join(str(text).split()) or type(error).__name__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = _debugging(argv)
     parser = build_parser()
     if argv and argv[0] in COMMANDS:
         name = argv[0]
@@ -56,9 +79,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         module = importlib.import_module(module_name)
         from crop_hf.arguments import parse_config
 
-        configs = parse_config(module.CONFIG_CLASSES, argv[1:], prog=f"crop-hf {name}",
-                               description=module.__doc__ or summary, positional=getattr(module, "POSITIONAL", None))
-        return int(module.run(*configs) or 0)
+        try:
+            configs = parse_config(module.CONFIG_CLASSES, argv[1:], prog=f"crop-hf {name}",
+                                   description=module.__doc__ or summary, positional=getattr(module, "POSITIONAL", None))
+        except USER_ERRORS as error:  # an unreadable options file, an option that needs a missing package
+            if debug:
+                raise
+            print(f"crop-hf {name}: error: {_one_line(error)}", file=sys.stderr)
+            return 2
+        from crop_hf.console import progress_bars
+
+        try:  # --no_show_progress silences every library's bars, not only crop-hf's
+            with progress_bars(all(getattr(config, "show_progress", True) for config in configs)):
+                return int(module.run(*configs) or 0)
+        except USER_ERRORS as error:
+            if debug:
+                raise
+            print(f"crop-hf {name}: error: {_one_line(error)} (--debug shows the traceback)", file=sys.stderr)
+            return 1
     args = parser.parse_args(argv)  # handles --help, --version and unknown commands
     if args.command is None:
         parser.print_help()

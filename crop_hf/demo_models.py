@@ -236,19 +236,29 @@ def build_tiny_bert(
     """Write a random-weight ``BertModel`` and a WordPiece ``BertTokenizer`` trained on ``corpus``.
 
     The vocabulary is deliberately small so that most words split into several subwords: the
-    subword-to-word mapping of the aligners is exercised on every sentence.
+    subword-to-word mapping of the aligners is exercised on every sentence. It is derived from a
+    SentencePiece unigram model (word-initial ``▁piece`` → ``piece``, others → ``##piece``; pieces
+    of up to three characters) plus every character, because ``tokenizers``' WordPiece trainer
+    breaks ties between equally frequent pairs in hash order: two builds gave different
+    vocabularies (over 100 of 300 ids differed). SentencePiece training is deterministic, so two
+    builds with one seed are byte-identical.
     """
     import torch
-    from tokenizers import BertWordPieceTokenizer
     from transformers import BertConfig, BertModel, BertTokenizer
 
     save_dir = Path(save_dir)
     save_dir.mkdir(parents=True, exist_ok=True)
     lines = [*_corpus(corpus), *(side for pair in PARALLEL_SAMPLE for side in pair)]
-    wordpiece = BertWordPieceTokenizer(lowercase=False, strip_accents=False)
-    wordpiece.train_from_iterator(lines, vocab_size=vocab_size, min_frequency=1, show_progress=False,
-                                  special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
-    tokenizer = BertTokenizer(vocab=wordpiece.get_vocab(), do_lower_case=False, strip_accents=False)
+    _, processor = _train_sentencepiece(lines, vocab_size)
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    for piece, _ in _pieces(processor):
+        word_initial = piece.startswith("\u2581")
+        if len(piece) - word_initial <= 3:  # pieces of up to 3 characters: longer words always split
+            tokens.append(piece[1:] if word_initial else f"##{piece}")
+    characters = sorted({char for line in lines for char in line if not char.isspace()})
+    tokens += [*characters, *(f"##{char}" for char in characters)]
+    vocab = {token: index for index, token in enumerate(dict.fromkeys(token for token in tokens if token.strip("#")))}
+    tokenizer = BertTokenizer(vocab=vocab, do_lower_case=False, strip_accents=False)
     tokenizer.save_pretrained(save_dir)
 
     torch.manual_seed(seed)

@@ -244,7 +244,7 @@ def load_eval_sets(specs: Sequence[str], split: str, *, max_samples: int | None 
 
     out: dict[str, tuple[Any, str]] = {}
     for spec in specs:
-        source = load_source(spec, dataset=(datasets or {}).get(spec))
+        source = load_source(spec, dataset=(datasets or {}).get(spec), splits=(split,))
         rows = source.split(split)
         if max_samples is not None:
             rows = rows.select(range(min(max_samples, len(rows))))
@@ -267,8 +267,11 @@ def evaluate_pretrained(model_name_or_path: str, specs: Sequence[str], *, split:
     import torch
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model_name_or_path)
-    model = AutoModelForTokenClassification.from_pretrained(model_name_or_path)
+    from crop_hf.errors import reaching
+
+    with reaching(model_name_or_path):
+        tokenizer = AutoTokenizer.from_pretrained(model_name_or_path)
+        model = AutoModelForTokenClassification.from_pretrained(model_name_or_path)
     model.to("cuda" if torch.cuda.is_available() else "cpu")
     eval_sets = load_eval_sets(specs, split, max_samples=max_samples)
     return evaluate_ner(model, tokenizer, eval_sets, split=split, batch_size=batch_size, max_length=max_length,

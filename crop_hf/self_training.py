@@ -233,12 +233,16 @@ def self_train(kept, discarded, *, source_corpus=None, model_args=None, training
                                            else None))
         result = train_ner(model_args, data_args, training_args, datasets=memory, accelerator=accelerator)
         multilingual_model = str(result.output_dir)
-    tokenizer = AutoTokenizer.from_pretrained(multilingual_model)
-    model = AutoModelForTokenClassification.from_pretrained(multilingual_model).to(accelerator.device)
+    from crop_hf.errors import reaching
+
+    with reaching(multilingual_model):
+        tokenizer = AutoTokenizer.from_pretrained(multilingual_model)
+        model = AutoModelForTokenClassification.from_pretrained(multilingual_model).to(accelerator.device)
     source = source_tokenizer = None
     if source_model is not None:
-        source = AutoModelForTokenClassification.from_pretrained(source_model).to(accelerator.device)
-        source_tokenizer = AutoTokenizer.from_pretrained(source_model)
+        with reaching(source_model, "source model"):
+            source = AutoModelForTokenClassification.from_pretrained(source_model).to(accelerator.device)
+            source_tokenizer = AutoTokenizer.from_pretrained(source_model)
     max_length = data_args.max_seq_length if data_args else 256
     rows, counts, dropped = relabel(discarded, model, tokenizer, source_model=source,
                                     source_tokenizer=source_tokenizer, rule=rule, keep_all_o=keep_all_o,

@@ -76,5 +76,7 @@ def test_a_command_reads_its_options_from_a_yaml_file_and_the_line_overrides_it(
     assert main(["env", str(config), "--json", "false"]) == 0
     assert not capsys.readouterr().out.startswith("{")
     config.write_text("jsn: true\n")
+    assert main(["env", str(config)]) == 2  # a usage error, in one line
+    assert capsys.readouterr().err == f"crop-hf env: error: {config}: unknown argument(s) jsn; valid options: json\n"
     with pytest.raises(ValueError, match=r"unknown argument\(s\) jsn; valid options: json"):
-        main(["env", str(config)])
+        main(["env", str(config), "--debug"])

@@ -30,3 +30,18 @@ def test_installed_templates_are_found_by_the_card_writers():
 
     assert template_path("ner_model_card.md").read_text(encoding="utf-8").startswith("---")
     assert template_path("synthesis_dataset_card.md").is_file()
+
+
+def test_the_https_filesystem_of_default_downloads_is_installed_and_declared():
+    """Default downloads (no data_dir) go through fsspec's https:// filesystem, which needs requests and aiohttp."""
+    import configparser
+
+    from fsspec.core import url_to_fs
+
+    fs, path = url_to_fs("https://example.org/panx_dataset.zip")  # what datasets' downloads call; no request is made
+    assert fs.protocol[0] in {"http", "https"} and path.endswith("panx_dataset.zip")
+    setup = configparser.ConfigParser()
+    setup.read(REPO_ROOT / "setup.cfg")
+    required = {line.split(">")[0].split("=")[0].strip() for line in setup["options"]["install_requires"].splitlines()
+                if line.strip() and not line.strip().startswith("#")}
+    assert {"requests", "aiohttp"} <= required

@@ -154,7 +154,7 @@ def test_self_train_command(learned, task_corpora, tmp_path, capsys):  # noqa: F
     datasets.DatasetDict(kept).save_to_disk(str(tmp_path / "kept"))
     code = main(["self-train", "--kept", str(tmp_path / "kept"), "--discarded", str(tmp_path / "discarded"),
                  "--multilingual_model", str(learned.output_dir), "--source_model", str(learned.output_dir),
-                 "--output_dir", str(tmp_path / "out"), "--rule", "union", "--no_progress"])
+                 "--output_dir", str(tmp_path / "out"), "--rule", "union", "--no_show_progress"])
     assert code == 0
     out = capsys.readouterr().out
     corpus = datasets.load_from_disk(str(tmp_path / "out" / "corpus"))["train"]

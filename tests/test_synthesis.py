@@ -1,5 +1,7 @@
 import json
+import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -13,6 +15,7 @@ from huggingface_hub import DatasetCard
 from synthesis_fakes import fake_config, fake_models
 
 from crop_hf.cli import main
+from crop_hf.commands.self_train import RULE_MEANINGS
 from crop_hf.synthesis import REASONS, LanguageIdFilter, SynthesisConfig, SynthesisRunner, synthesize
 from crop_hf.synthesis.inputs import iter_raw_sentences, shards_of
 from crop_hf.synthesis.shards import ShardStore
@@ -167,17 +170,23 @@ def test_card_and_statistics_are_written_from_the_run(raw_dir, tmp_path):
     assert table[-1].split()[:3] == ["total", "12", "7"]
 
 
-def test_rerun_skips_finished_shards_and_changed_arguments_start_afresh(raw_dir, tmp_path):
+def test_rerun_skips_finished_shards_and_changed_arguments_start_afresh(raw_dir, tmp_path, caplog):
     template, output = str(raw_dir / "{lang}.txt"), str(tmp_path / "out")
     first_models = fake_models()
-    synthesize(fake_config(template, output), models=first_models)
+    first = synthesize(fake_config(template, output), models=first_models)
     assert first_models.translator.calls == 2 * 5  # two translation calls per shard: 3 de + 2 nl shards
     before = load(Path(output))
 
+    assert "resumed" not in first.report()
+
     again = fake_models()
-    synthesize(fake_config(template, output), models=again)
+    with caplog.at_level(logging.INFO, logger="crop_hf.synthesis.runner"):
+        second = synthesize(fake_config(template, output), models=again)
     assert again.translator.calls == 0
     assert load(Path(output)) == before
+    assert second.skipped_shards == {"de": 3, "nl": 2}
+    assert "resumed: skipped 5 shard(s) an earlier run had finished (de 3, nl 2)" in second.report()
+    assert "de: resumed: skipped 3 of 3 shard(s)" in caplog.text
 
     changed = fake_models()
     runner = SynthesisRunner(fake_config(template, output, num_beams=2, num_return_sequences=2), models=changed)
@@ -333,8 +342,11 @@ def test_target_languages_accept_a_comma_separated_string():
 
 
 def test_demo_runs_every_stage_offline_and_says_it_is_a_smoke_run(tmp_path, capsys):
-    assert main(["demo", "--output_dir", str(tmp_path), "--target_langs", "de"]) == 0
-    printed = capsys.readouterr().out
+    assert main(["demo", "--output_dir", str(tmp_path), "--target_langs", "de", "--no_show_progress"]) == 0
+    captured = capsys.readouterr()
+    printed = captured.out
+    # no bar of any library: not "Loading weights" (transformers), not "Saving the dataset" (datasets), not ours
+    assert not re.search(r"\d+%\||it/s\]|Loading weights|Saving the dataset", captured.err), captured.err
     assert "SMOKE RUN" in printed and "meaningless" in printed
     statistics = json.loads((tmp_path / "synthesis" / "statistics.json").read_text())["de"]
     assert statistics["input"] == 10  # the bundled German sample sentences
@@ -357,7 +369,7 @@ def test_self_training_reads_what_synthesis_writes(raw_dir, tmp_path, tiny_xlmr_
     result = synthesize(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out")), models=fake_models())
     code = main(["self-train", "--kept", str(result.dataset_path), "--discarded", str(result.discarded_path),
                  "--source_model", str(tiny_xlmr_ner), "--model_name_or_path", str(tiny_xlmr_ner),
-                 "--output_dir", str(tmp_path / "self-trained"), "--max_train_steps", "2", "--no_progress"])
+                 "--output_dir", str(tmp_path / "self-trained"), "--max_train_steps", "2", "--no_show_progress"])
     assert code == 0
     corpus = datasets.load_from_disk(str(tmp_path / "self-trained" / "corpus"))["train"]
     rules = corpus.features["label_rule"].int2str(corpus["label_rule"])
@@ -365,6 +377,12 @@ def test_self_training_reads_what_synthesis_writes(raw_dir, tmp_path, tiny_xlmr_
     assert rules.count("synthesis") == kept  # every kept sentence, labels unchanged
     assert sorted(corpus["lang"][:kept]) == sorted(["de"] * 4 + ["nl"] * 3)
     # Every discarded sentence was re-labeled or dropped with a printed count: none is lost silently.
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
+    assert not re.search(r"\d+%\||it/s\]|Loading weights", captured.err), captured.err  # --no_show_progress
+    # the summary says what each label_rule category means, beside its count
+    for rule in set(rules):
+        line = next(line for line in printed.splitlines() if line.split()[:1] == [rule])
+        assert line.split()[1] == str(rules.count(rule)) and RULE_MEANINGS[rule] in line
     dropped = sum(int(line.rsplit(":", 1)[1]) for line in printed.splitlines() if line.strip().startswith("dropped ("))
     assert len(corpus) - kept + dropped == sum(s["input"] - s["kept"] for s in result.statistics.values())

@@ -1,6 +1,7 @@
 """The offline tiny models load through the same Auto* path a Hub checkpoint takes."""
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -98,3 +99,22 @@ def test_bart_round_trips_a_bracket_parse(tiny_bart):
     assert tokenizer.decode(ids, skip_special_tokens=True) == parse
     out = model.generate(**tokenizer([parse], return_tensors="pt"), max_new_tokens=5)
     assert out.max() < model.config.vocab_size
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("name", ["build_tiny_m2m100", "build_tiny_xlmr_ner", "build_tiny_bart", "build_tiny_bert"])
+def test_tiny_builders_are_deterministic_for_a_seed(name, tmp_path):
+    """Two builds with one seed are byte-identical (tokenizer and weights), so offline examples print the same numbers."""
+    import tiny_models
+
+    import crop_hf.demo_models as demo_models
+
+    build = getattr(demo_models, name, None) or getattr(tiny_models, name)
+    first, second = _files(build(tmp_path / "a")), _files(build(tmp_path / "b"))
+    assert first.keys() == second.keys() and any(key.endswith(".safetensors") for key in first)
+    assert [key for key in first if first[key] != second[key]] == []
+    other_seed = _files(build(tmp_path / "c", seed=1))
+    assert other_seed["model.safetensors"] != first["model.safetensors"]  # the seed decides the weights

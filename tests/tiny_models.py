@@ -1,9 +1,8 @@
 """Tiny random-weight models only the tests and benchmarks use (a BART generator).
 
 The models of demos and examples (M2M100, XLM-R tagger, BERT, parser) are in
-:mod:`crop_hf.demo_models`; this one shares its
-helpers and are built the same way: tokenizer trained on a small corpus, random weights,
-``save_pretrained``. Benchmarks import this module with ``tests/`` on ``sys.path``.
+:mod:`crop_hf.demo_models`; this one shares its helpers and is built the same way: tokenizer
+trained on a small corpus, random weights, ``save_pretrained``.
 """
 
 from __future__ import annotations

@@ -95,8 +95,11 @@ class EmbeddingAligner:
         if isinstance(model, (str, Path)):
             from transformers import AutoModel, AutoTokenizer
 
-            tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))
-            model = AutoModel.from_pretrained(str(model))
+            from crop_hf.errors import reaching
+
+            with reaching(model, "alignment encoder"):
+                tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))
+                model = AutoModel.from_pretrained(str(model))
         if tokenizer is None:
             raise ValueError("a loaded model needs its tokenizer: EmbeddingAligner(model, tokenizer)")
         if not getattr(tokenizer, "is_fast", False):

@@ -15,6 +15,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from crop_hf.console import setup_logging
+
 #: Pretty names of the corpora on their cards.
 PRETTY_NAMES = {"conll5": "CoNLL-5 NER", "xtreme40": "XTREME-40 PAN-X NER", "cstop": "CSTOP", "top": "TOP"}
 
@@ -26,8 +28,9 @@ class BuildDatasetConfig:
     name: str = field(metadata={"help": "A crop-hf corpus: conll5, xtreme40, cstop, top (crop_hf.data.BUILDERS)."})
     configs: list[str] | None = field(default=None, metadata={"help": "Configs to build (default: all of the corpus)."})
     data_dir: str | None = field(
-        default=None, metadata={"help": "Folder holding the original release (default: download it where the corpus "
-                                        "is public)."})
+        default=None, metadata={"help": "Folder holding the original release. Default: download it where its "
+                                        "location is public (conll5 en/es/nl/no, xtreme40, top); conll5 de (licensed) "
+                                        "and cstop need this folder."})
     output_dir: str | None = field(default=None, metadata={"help": "Write parquet files and README.md here."})
     push_to_hub: str | None = field(default=None, metadata={"help": "Upload to this Hub dataset repository (ORG/NAME)."})
     private: bool = field(default=False, metadata={"help": "Create the Hub repository private."})
@@ -68,7 +71,7 @@ def run(config: BuildDatasetConfig) -> int:
     from crop_hf.data.publish import build_configs, write_parquet
     from crop_hf.hub import push_corpus
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(logging.INFO)
     available = all_configs(config.name)
     configs = config.configs or available
     unknown = sorted(set(configs) - set(available))

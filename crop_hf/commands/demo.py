@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from crop_hf.console import setup_logging
+
 SAMPLE_LANGUAGES = ("de", "es", "nl", "zh")
 
 
@@ -25,6 +27,8 @@ class DemoConfig:
     output_dir: str | None = field(default=None, metadata={"help": "Where to write (default: a new temporary folder)."})
     target_langs: list[str] = field(default_factory=lambda: list(SAMPLE_LANGUAGES),
                                     metadata={"help": f"Bundled sample languages to run ({' '.join(SAMPLE_LANGUAGES)})."})
+    show_progress: bool = field(default=True, metadata={"help": "Show progress bars (--no_show_progress hides "
+                                                                 "every bar)."})
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.target_langs) - set(SAMPLE_LANGUAGES))
@@ -44,7 +48,7 @@ def run(config: DemoConfig) -> int:
     from crop_hf.demo_models import build_tiny_m2m100, build_tiny_xlmr_ner
     from crop_hf.synthesis import SynthesisConfig, synthesize
 
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(logging.WARNING)
     output = Path(config.output_dir or tempfile.mkdtemp(prefix="crop-hf-demo-"))
     print("SMOKE RUN with tiny random-weight models: the labels are meaningless.")
     corpus = [line for lang in config.target_langs for line in Path(sample_path().format(lang=lang)).read_text(
@@ -54,7 +58,7 @@ def run(config: DemoConfig) -> int:
     synthesis = SynthesisConfig(
         target_langs=config.target_langs, input=sample_path(), output_dir=str(output / "synthesis"),
         mt_model=str(mt_model), ner_model=str(ner_model), num_beams=2, num_return_sequences=2,
-        max_new_tokens=32, shard_size=4,
+        max_new_tokens=32, shard_size=4, show_progress=config.show_progress,
     )
     result = synthesize(synthesis)
     print(result.report())

@@ -28,6 +28,8 @@ class EvaluateNerConfig:
         default=False, metadata={"help": "Score reference types the model lacks as O instead of stopping with an error."})
     per_type: bool = field(default=True, metadata={"help": "Include per-entity-type F1 rows in the table."})
     output: str | None = field(default=None, metadata={"help": "Also write the scores as JSON to this file."})
+    show_progress: bool = field(default=True, metadata={"help": "Show progress bars on the main process "
+                                                                 "(--no_show_progress hides every bar)."})
 
 
 CONFIG_CLASSES = (EvaluateNerConfig,)
@@ -43,7 +45,8 @@ def run(config: EvaluateNerConfig) -> int:
     evaluation = evaluate_pretrained(
         config.model, config.sources, split=config.split, batch_size=config.batch_size,
         max_length=config.max_length, max_samples=config.max_samples, label_map=parse_label_map(config.label_map),
-        average_exclude=config.average_exclude or (), drop_unknown_types=config.drop_unknown_types)
+        average_exclude=config.average_exclude or (), drop_unknown_types=config.drop_unknown_types,
+        show_progress=config.show_progress)
     print(format_table(evaluation, per_type=config.per_type))
     if config.output:
         payload = {"model": config.model, **evaluation.to_dict(), "flat": evaluation.flat()}

@@ -16,6 +16,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from crop_hf.console import setup_logging
+
 #: A bare first argument is the output folder (``crop-hf report OUT`` = ``--output_dir OUT``).
 POSITIONAL = "output_dir"
 
@@ -48,7 +50,7 @@ def run(config: ReportConfig) -> int:
     from crop_hf.report import write_report
     from crop_hf.report.page import summary
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(logging.INFO)
     files = write_report(config.output_dir, gold=config.gold, gold_split=config.gold_split,
                          gold_label_map=parse_label_map(config.gold_label_map), report_dir=config.report_dir,
                          update_card_file=config.update_card)

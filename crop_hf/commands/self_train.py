@@ -48,7 +48,8 @@ class SelfTrainConfig:
     learning_rate: float | None = field(default=None, metadata={"help": "Overrides the training arguments."})
     per_device_train_batch_size: int | None = field(default=None, metadata={"help": "Overrides the training arguments."})
     seed: int | None = field(default=None, metadata={"help": "Overrides the training arguments."})
-    progress: bool = field(default=True, metadata={"help": "Show progress bars (--no_progress hides them)."})
+    show_progress: bool = field(default=True, metadata={"help": "Show progress bars on the main process "
+                                                                 "(--no_show_progress hides every bar)."})
 
 
 CONFIG_CLASSES = (SelfTrainConfig,)
@@ -63,7 +64,9 @@ def run(config: SelfTrainConfig) -> int:
 
     if config.rule not in COMBINATION_RULES:
         raise ValueError(f"rule must be one of {', '.join(COMBINATION_RULES)}, got {config.rule!r}")
-    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    from crop_hf.console import setup_logging
+
+    setup_logging(logging.INFO)
     if config.train_config:
         model_args, data_args, training_args = parse_arguments(
             [config.train_config, "--output_dir", config.output_dir, "--model_name_or_path", config.model_name_or_path])
@@ -74,12 +77,12 @@ def run(config: SelfTrainConfig) -> int:
     overrides = {name: getattr(config, name) for name in ("num_train_epochs", "max_train_steps", "learning_rate",
                                                           "per_device_train_batch_size", "seed")
                  if getattr(config, name) is not None}
-    training_args = replace(training_args, show_progress=config.progress, **overrides)
+    training_args = replace(training_args, show_progress=config.show_progress, **overrides)
     result = self_train(config.kept, config.discarded, source_corpus=config.source_corpus, model_args=model_args,
                         training_args=training_args, data_args=data_args,
                         multilingual_model=config.multilingual_model, source_model=config.source_model,
                         rule=config.rule, keep_all_o=config.keep_all_o, corpus_dir=config.corpus_dir,
-                        show_progress=config.progress)
+                        show_progress=config.show_progress)
     total = sum(result.rule_counts.values())
     print(f"corpus: {total} sentences in {result.corpus_dir}")
     print("label_rule of each sentence:")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from crop_hf.console import setup_logging
 from crop_hf.synthesis.config import SynthesisConfig
 
 
@@ -34,7 +35,7 @@ def run(config: SynthesisConfig, hub: HubOptions | None = None) -> int:
     from crop_hf.synthesis.runner import push_to_hub
 
     hub = hub or HubOptions()
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(logging.INFO)
     result = synthesize(config)
     if result.statistics:  # the main process
         print(result.report())

@@ -18,10 +18,9 @@ CONFIG_CLASSES = (ModelArguments, DataArguments, NerTrainingArguments)
 def run(model_args: ModelArguments, data_args: DataArguments, training_args: NerTrainingArguments) -> int:
     import logging
 
+    from crop_hf.console import setup_logging
     from crop_hf.training import train_ner
 
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
-    for noisy in ("httpx", "urllib3", "filelock"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    setup_logging(logging.INFO, fmt="%(asctime)s %(levelname)s %(name)s: %(message)s")
     train_ner(model_args, data_args, training_args)
     return 0

@@ -17,10 +17,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import datasets
 
 from crop_hf.data.readers import SkippedRecords, TaggedSentence
+from crop_hf.errors import MissingFilesError
 from crop_hf.labels import LabelSet
 
 logger = logging.getLogger(__name__)
@@ -34,9 +36,13 @@ class CropBuilderConfig(datasets.BuilderConfig):
     Args:
         skip_bad_records: drop malformed sentences or rows (counted by reason and logged as a
             warning) instead of raising an error that names the file and line.
+        splits: build only these splits (``None``: all), so that loading one split needs only its
+            files (NorNE with only the dev and test files, CoNLL with only the test file).
+            :func:`crop_hf.data.load_dataset` sets it from ``split``.
     """
 
     skip_bad_records: bool = False
+    splits: tuple[str, ...] | None = None
 
 
 def _source_hash(cls: type) -> str:
@@ -125,6 +131,16 @@ class CropBuilder(datasets.GeneratorBasedBuilder):
             citation=self.CITATION,
         )
 
+    def _only(self, per_split: Mapping[str, Any]) -> dict[str, Any]:
+        """``per_split`` restricted to the splits asked for (config ``splits``); an unknown one is an error."""
+        if self.config.splits is None:
+            return dict(per_split)
+        unknown = [split for split in self.config.splits if split not in per_split]
+        if unknown:
+            raise ValueError(f"{self.name}/{self.config.name} has no split {', '.join(map(repr, unknown))}; "
+                             f"its splits are {', '.join(per_split)}")
+        return {split: value for split, value in per_split.items() if split in self.config.splits}
+
     @property
     def _errors(self) -> str:
         return "skip" if self.config.skip_bad_records else "strict"
@@ -157,29 +173,30 @@ def find_split_files(
     """Find one file per split in ``folder`` (or one folder level below it), trying names in order.
 
     ``candidates`` maps a split to the file names releases use for it, so both layouts of a corpus
-    work (``eng.testa`` or ``valid.txt``). A missing split raises ``FileNotFoundError`` naming the
-    folder and, for each missing split, the names that were looked for.
+    work (``eng.testa`` or ``valid.txt``); only the splits in ``candidates`` are looked for (a
+    builder passes the ones asked for, :meth:`CropBuilder._only`). A missing folder or split raises
+    :class:`~crop_hf.errors.MissingFilesError` naming the folder and, for each missing split, the
+    names that were looked for: one message shape for every builder.
     """
     root = Path(folder)
     if not root.is_dir():
-        raise FileNotFoundError(
-            f"{what}: {str(root)!r} is not a local folder; pass data_dir=<the extracted release> "
-            "(streaming this corpus straight from its release archive is not supported)"
-        )
+        raise MissingFilesError(what, root, candidates, hint=DATA_DIR_HINT)
     places = [root, *sorted(p for p in root.iterdir() if p.is_dir())]
     found: dict[str, str] = {}
-    missing: list[str] = []
+    missing: dict[str, Sequence[str]] = {}
     for split, names in candidates.items():
         path = next((place / name for name in names for place in places if (place / name).is_file()), None)
         if path is None:
-            missing.append(f"{split}: one of {', '.join(names)}")
+            missing[split] = names
         else:
             found[split] = str(path)
     if missing:
-        raise FileNotFoundError(
-            f"{what}: files not found in {str(root)!r} (nor in its subfolders); expected " + "; ".join(missing)
-        )
+        raise MissingFilesError(what, root, missing)
     return found
+
+
+#: What a missing folder's message suggests.
+DATA_DIR_HINT = "Pass data_dir=<the folder of the extracted release>"
 
 
 @dataclass

@@ -138,7 +138,7 @@ class Conll5(NerBuilder):
     def _split_generators(self, dl_manager) -> list[datasets.SplitGenerator]:
         layout = self._layout
         if self.config.data_dir:
-            files = find_split_files(self.config.data_dir, _FILES[layout], f"conll5/{self.config.name}")
+            files = find_split_files(self.config.data_dir, self._only(_FILES[layout]), f"conll5/{self.config.name}")
         elif layout == "de":
             raise FileNotFoundError(
                 "conll5/de: CoNLL-2003 German is licensed (ECI/LDC) and is never downloaded. Pass "
@@ -147,13 +147,14 @@ class Conll5(NerBuilder):
             )
         elif layout == "en":
             folder = dl_manager.download_and_extract(CONLL2003_EN_URL)
-            files = {split: os.path.join(folder, names[-1]) for split, names in _FILES["en"].items()}
+            files = {split: os.path.join(folder, names[-1]) for split, names in self._only(_FILES["en"]).items()}
         elif layout in ("es", "nl"):
             files = dl_manager.download({split: CONLL2002_URL.format(file=names[0])
-                                         for split, names in _FILES[layout].items()})
+                                         for split, names in self._only(_FILES[layout]).items()})
         else:
             url = NODALIDA_URL if layout == "nodalida" else NORNE_URL
-            files = dl_manager.download({split: url.format(split=name) for split, name in _RELEASE_SPLITS.items()})
+            files = dl_manager.download({split: url.format(split=name)
+                                         for split, name in self._only(_RELEASE_SPLITS).items()})
         return [datasets.SplitGenerator(name=split, gen_kwargs={"path": path, "split": split})
                 for split, path in files.items()]
 

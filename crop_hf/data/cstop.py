@@ -61,6 +61,6 @@ class Cstop(SemanticParseBuilder):
 
     def _split_generators(self, dl_manager) -> list[datasets.SplitGenerator]:
         folder = self.config.data_dir or dl_manager.download_and_extract(CSTOP_URL)
-        files = find_split_files(folder, CSTOP_FILES, "cstop")
+        files = find_split_files(folder, self._only(CSTOP_FILES), "cstop")
         return [datasets.SplitGenerator(name=split, gen_kwargs={"files": [path], "split": split})
                 for split, path in files.items()]

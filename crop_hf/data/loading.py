@@ -11,13 +11,15 @@ directory for data files, which could silently pick up unrelated files.
 from __future__ import annotations
 
 import importlib
+import inspect
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import datasets
 
-__all__ = ["BUILDERS", "builder_class", "load_dataset"]
+__all__ = ["BUILDERS", "builder_class", "check_options", "load_dataset", "split_names"]
 
 #: Our dataset names -> (module, builder class).
 BUILDERS: dict[str, tuple[str, str]] = {
@@ -36,6 +38,32 @@ def builder_class(name: str) -> type[datasets.DatasetBuilder]:
     except KeyError:
         raise KeyError(f"{name!r} is not a crop-hf dataset; expected one of {', '.join(BUILDERS)}") from None
     return getattr(importlib.import_module(module), cls)
+
+
+def split_names(split: str) -> tuple[str, ...]:
+    """The split names in a ``datasets`` split expression.
+
+    >>> split_names("train[:10%]+validation")
+    ('train', 'validation')
+    """
+    names = (re.sub(r"\[.*\]$", "", part.strip()) for part in str(split).split("+"))
+    return tuple(dict.fromkeys(name for name in names if name))
+
+
+def check_options(path: str, name: str | None, options: Mapping[str, Any]) -> None:
+    """Refuse builder options (a source spec's ``?key=value``) that neither the builder config nor
+    :func:`load_dataset` takes, listing the valid ones (``datasets`` would raise a traceback
+    naming only the config's repr)."""
+    import dataclasses
+
+    from crop_hf.errors import UnknownOptionError
+
+    config_class = builder_class(path).BUILDER_CONFIG_CLASS
+    fields = {f.name for f in dataclasses.fields(config_class) if f.init} - {"name", "version", "description"}
+    arguments = set(inspect.signature(load_dataset).parameters) - {"path", "name", "config_kwargs"}
+    unknown = [key for key in options if key not in fields | arguments]
+    if unknown:
+        raise UnknownOptionError(f"{path}" + (f"/{name}" if name else ""), unknown, fields | arguments)
 
 
 def load_dataset(
@@ -99,6 +127,9 @@ def load_dataset(
         )
     if revision is not None:
         raise ValueError(f"{path!r} is built by crop-hf's builder; `revision` applies to Hub datasets only")
+    check_options(path, name, config_kwargs)
+    if isinstance(split, str) and "splits" not in config_kwargs:
+        config_kwargs["splits"] = split_names(split)  # build only what is asked for: only its files are needed
     if streaming and num_proc is not None:
         raise NotImplementedError("streaming with num_proc is not supported (as in datasets.load_dataset)")
     # Same defaults as datasets.load_dataset, so both entry points cache and verify alike.
@@ -128,6 +159,13 @@ def load_dataset(
             num_proc=num_proc,
             storage_options=storage_options,
         )
+    except ConnectionError as error:  # a default download: name the corpus, say whether offline mode is on
+        from crop_hf.errors import UnreachableError, offline_mode
+
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UnreachableError(f"{path}/{builder.config.name}: cannot download the release ({first}); "
+                               f"{offline_mode()}; pass data_dir=<a folder with the release files> to "
+                               "build it from local files") from error
     except datasets.exceptions.DatasetGenerationError as error:
         # datasets wraps our bad-input errors ("file:line: expected ...") in a generic "An error
         # occurred while generating the dataset"; the user needs ours, so it is raised instead.

@@ -78,9 +78,16 @@ def parse_source_spec(spec: str) -> SourceSpec:
     return SourceSpec(kind, name, config or None, kwargs)
 
 
-def load_spec(spec: str | SourceSpec):
-    """Load what a source spec names, as the loader returns it (``Dataset`` or ``DatasetDict``), unchecked."""
+def load_spec(spec: str | SourceSpec, splits: Sequence[str] | None = None):
+    """Load what a source spec names, as the loader returns it (``Dataset`` or ``DatasetDict``), unchecked.
+
+    ``splits`` limits a crop-hf builder to those splits, so only their release files are read
+    (``evaluate-ner --split test`` needs no train file); other sources load as they are.
+    A Hub dataset that cannot be reached is an error naming it and saying whether offline mode is on.
+    """
     import datasets
+
+    from crop_hf.errors import reaching
 
     if isinstance(spec, str):
         spec = parse_source_spec(spec)
@@ -99,8 +106,14 @@ def load_spec(spec: str | SourceSpec):
             from crop_hf.data import load_dataset
         except ImportError:  # pragma: no cover - only before the builders exist
             load_dataset = datasets.load_dataset
-        return load_dataset(spec.name, spec.config, **spec.kwargs)
-    return datasets.load_dataset(spec.name, spec.config, **spec.kwargs)
+        from crop_hf.data.loading import BUILDERS
+
+        kwargs = dict(spec.kwargs)
+        if splits is not None and spec.name in BUILDERS:
+            kwargs.setdefault("splits", tuple(splits))
+        return load_dataset(spec.name, spec.config, **kwargs)
+    with reaching(spec.name, "dataset"):
+        return datasets.load_dataset(spec.name, spec.config, **spec.kwargs)
 
 
 @dataclass
@@ -137,18 +150,20 @@ def join_languages(splits):
     return concatenate_datasets([splits[key] for key in splits])
 
 
-def load_source(spec: str, label_map: Mapping[str, str] | None = None, dataset=None) -> NerSource:
+def load_source(spec: str, label_map: Mapping[str, str] | None = None, dataset=None,
+                splits: Sequence[str] | None = None) -> NerSource:
     """Load a corpus for training or evaluation, checking it has ``tokens`` and ``ner_tags``.
 
     ``dataset`` (a ``Dataset`` or ``DatasetDict``) skips loading: ``spec`` is then only its name.
-    A single ``Dataset`` becomes the ``train`` split.
+    A single ``Dataset`` becomes the ``train`` split. ``splits``: only these are needed (a crop-hf
+    builder then reads only their files; see :func:`load_spec`).
     """
     import datasets
 
     parsed = None
     if dataset is None:
         parsed = parse_source_spec(spec)
-        dataset = load_spec(parsed)
+        dataset = load_spec(parsed, splits=splits)
     if isinstance(dataset, datasets.Dataset):
         dataset = datasets.DatasetDict({"train": dataset})
     if not isinstance(dataset, datasets.DatasetDict):

@@ -27,7 +27,8 @@ from typing import ClassVar
 
 import datasets
 
-from crop_hf.data.builder import SemanticParseBuilder, SemanticParseConfig, find_split_files
+from crop_hf.data.builder import DATA_DIR_HINT, SemanticParseBuilder, SemanticParseConfig, find_split_files
+from crop_hf.errors import MissingFilesError
 
 __all__ = ["TOPV2_URL", "TOP_URL", "Top"]
 
@@ -64,9 +65,9 @@ class Top(SemanticParseBuilder):
     def _split_generators(self, dl_manager) -> list[datasets.SplitGenerator]:
         folder = self.config.data_dir or dl_manager.download_and_extract(TOP_URL if self.config.name == "v1" else TOPV2_URL)
         if self.config.name == "v1":
-            files = {split: [path] for split, path in find_split_files(folder, _V1_FILES, "top/v1").items()}
+            files = {split: [path] for split, path in find_split_files(folder, self._only(_V1_FILES), "top/v1").items()}
         else:
-            files = {split: self._v2_files(folder, name) for split, name in _RELEASE_SPLITS.items()}
+            files = {split: self._v2_files(folder, name) for split, name in self._only(_RELEASE_SPLITS).items()}
         return [datasets.SplitGenerator(name=split, gen_kwargs={"files": paths, "split": split})
                 for split, paths in files.items()]
 
@@ -78,8 +79,9 @@ class Top(SemanticParseBuilder):
         wanted = [d.lower() for d in self.config.domains] if self.config.domains else sorted(by_domain)
         missing = [d for d in wanted if d not in by_domain]
         if missing or not wanted:
-            raise FileNotFoundError(
-                f"top/v2: no {', '.join(f'{d}_{split}.tsv' for d in missing) or f'*_{split}.tsv'} in {folder!r} "
-                f"(nor in its subfolders); found domains {sorted(by_domain)}"
-            )
+            looked = [f"{d}_{split}.tsv" for d in missing] or [f"<domain>_{split}.tsv"]
+            release_split = {name: key for key, name in _RELEASE_SPLITS.items()}[split]
+            raise MissingFilesError("top/v2", folder, {release_split: looked},
+                                    hint=f"Found domains: {', '.join(sorted(by_domain)) or 'none'}"
+                                    if os.path.isdir(folder) else DATA_DIR_HINT)
         return [by_domain[d] for d in wanted]

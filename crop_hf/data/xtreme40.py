@@ -29,8 +29,9 @@ from typing import ClassVar
 
 import datasets
 
-from crop_hf.data.builder import CropBuilderConfig, NerBuilder
+from crop_hf.data.builder import DATA_DIR_HINT, CropBuilderConfig, NerBuilder
 from crop_hf.data.readers import read_panx
+from crop_hf.errors import MissingFilesError
 from crop_hf.labels import PANX_LABELS
 
 __all__ = ["PANX_URL", "XTREME40_LANGUAGES", "Xtreme40", "Xtreme40Config"]
@@ -96,14 +97,14 @@ class Xtreme40(NerBuilder):
             sources = {lang: dl_manager.iter_archive(os.path.join(folder, f"{lang}.tar.gz")) for lang in languages}
         return [
             datasets.SplitGenerator(name=split, gen_kwargs={"sources": sources, "split": split})
-            for split in _RELEASE_SPLITS
+            for split in self._only(_RELEASE_SPLITS)
         ]
 
     def _local_source(self, dl_manager, lang: str):
         """``{lang}/`` folder -> its path; ``{lang}.tar.gz`` or ``panx_dataset.zip`` -> an archive iterable."""
         root = self.config.data_dir
         folder = os.path.join(root, lang)
-        if all(os.path.isfile(os.path.join(folder, name)) for name in _RELEASE_SPLITS.values()):
+        if all(os.path.isfile(os.path.join(folder, name)) for name in self._only(_RELEASE_SPLITS).values()):
             return folder
         archive = os.path.join(root, f"{lang}.tar.gz")
         if os.path.isfile(archive):
@@ -111,10 +112,11 @@ class Xtreme40(NerBuilder):
         bundle = os.path.join(root, "panx_dataset.zip")
         if os.path.isfile(bundle):
             return dl_manager.iter_archive(os.path.join(dl_manager.extract(bundle), f"{lang}.tar.gz"))
-        raise FileNotFoundError(
-            f"xtreme40/{self.config.name}: no PAN-X files for {lang!r} in {root!r}; expected "
-            f"{lang}/train, {lang}/dev and {lang}/test, or {lang}.tar.gz, or panx_dataset.zip"
-        )
+        raise MissingFilesError(
+            f"xtreme40/{self.config.name}", root,
+            {split: (f"{lang}/{name}", f"{lang}.tar.gz", "panx_dataset.zip")
+             for split, name in self._only(_RELEASE_SPLITS).items()},
+            hint="" if os.path.isdir(root) else DATA_DIR_HINT)
 
     def _split_files(self, lang: str, source, split: str) -> Iterator:
         """The release file of ``split`` for ``lang``: a path, or ``(name, handle)`` out of an archive."""

@@ -53,7 +53,8 @@ class SynthesisConfig:
     strict_input: bool = field(
         default=False, metadata={"help": "Stop at an input line that is not valid UTF-8 (naming file and line) "
                                          "instead of dropping it as 'undecodable'."})
-    language_filter: bool = field(default=True, metadata={"help": "Drop translations langid puts in another language."})
+    language_filter: bool = field(default=True, metadata={"help": "Drop translations langid identifies as another language than the "
+                                             "target or source one (--no_language_filter keeps them)."})
     seed: int = field(default=0, metadata={"help": "Random seed (generation is deterministic with beam search)."})
     device: str | None = field(default=None, metadata={"help": "torch device; default: the Accelerate device."})
     show_progress: bool = field(default=True, metadata={"help": "Show tqdm progress bars on the main process."})
@@ -77,6 +78,10 @@ class SynthesisConfig:
         for name in ("batch_size", "num_beams", "num_return_sequences", "max_words", "shard_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.device is not None:  # fail now, with the devices that exist, not deep inside torch
+            from crop_hf.errors import check_device
+
+            check_device(self.device)
         if self.num_return_sequences > self.num_beams:
             raise ValueError("num_return_sequences cannot exceed num_beams")
         if self.report:  # fail now, not after hours of synthesis

@@ -85,7 +85,25 @@ def _from_string(text: str, lang: str, text_column: str | None, strict: bool = F
         from crop_hf.data import load_dataset
 
         rows = load_dataset(spec.name, spec.config or lang, split="train", streaming=True, **spec.kwargs)
-    return _from_rows(rows, text_column or "tokens")
+    return _from_rows(_downloaded(rows, text), text_column or "tokens")
+
+
+def _downloaded(rows: Iterable[dict[str, Any]], spec: str) -> Iterator[dict[str, Any]]:
+    """``rows`` of a streamed corpus; a release that cannot be downloaded is an error naming the spec.
+
+    Streaming fails only when iterated, with a bare ``FileNotFoundError(url)`` when offline.
+    """
+    from crop_hf.errors import UnreachableError, UserError, offline_mode
+
+    try:
+        yield from rows
+    except (ConnectionError, FileNotFoundError) as error:
+        if isinstance(error, UserError) or "://" not in str(error):
+            raise
+        first = str(error).strip().splitlines()[0]
+        raise UnreachableError(f"input {spec!r}: cannot download {first} ({offline_mode()}); give a local copy: "
+                               f"'{spec.split('?')[0]}?data_dir=<folder>' or text files '<folder>/{{lang}}.txt'"
+                               ) from error
 
 
 def iter_raw_sentences(source: Any, lang: str, *, text_column: str | None = None,

@@ -34,6 +34,8 @@ class SynthesisResult:
 
     output_dir: Path
     statistics: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: per language, the finished shards a resumed run skipped (those of the main process)
+    skipped_shards: dict[str, int] = field(default_factory=dict)
 
     @property
     def dataset_path(self) -> Path:
@@ -54,8 +56,13 @@ class SynthesisResult:
 
     def report(self) -> str:
         """The table and where the outputs are: what the CLI prints at the end of a run."""
+        resumed = ""
+        if any(self.skipped_shards.values()):
+            counts = ", ".join(f"{lang} {count}" for lang, count in self.skipped_shards.items() if count)
+            resumed = (f"\nresumed: skipped {sum(self.skipped_shards.values())} shard(s) an earlier run had "
+                       f"finished ({counts})")
         return (f"{self.table()}\n\ndataset: {self.dataset_path}\ndiscarded sentences: {self.discarded_path}"
-                f"\ncard: {self.output_dir / 'README.md'}")
+                f"\ncard: {self.output_dir / 'README.md'}{resumed}")
 
 
 class SynthesisRunner:
@@ -77,6 +84,8 @@ class SynthesisRunner:
         self._models = models
         self._inputs = inputs
         self.store = ShardStore(config.output_dir, {**config.result_arguments(), "inputs": _describe(inputs)})
+        #: per language, how many of this process's shards an earlier run had already finished
+        self.skipped_shards: dict[str, int] = {}
 
     @property
     def models(self) -> SynthesisModels:
@@ -91,7 +100,9 @@ class SynthesisRunner:
 
     def run(self) -> SynthesisResult:
         """Process every unfinished shard of this process, then (main process) merge and write the card."""
-        with _own_progress_only():
+        from crop_hf.console import progress_bars
+
+        with _own_progress_only(), progress_bars(self.config.show_progress):
             return self._run()
 
     def _run(self) -> SynthesisResult:
@@ -105,16 +116,20 @@ class SynthesisRunner:
         result = SynthesisResult(Path(self.config.output_dir))
         if state.is_main_process:
             result = self.merge()
+            result.skipped_shards = dict(self.skipped_shards)
         state.wait_for_everyone()
         return result
 
     def _run_language(self, lang: str, state) -> None:
         language_filter = None
         progress = _progress(self.config.show_progress and state.is_main_process, lang)
+        skipped = total = 0
         for index, sentences in self._shards(lang):
             if index % state.num_processes != state.process_index:
                 continue
+            total += 1
             if self.store.is_done(lang, index):
+                skipped += 1
                 progress.update(len(sentences))
                 continue
             if language_filter is None and self.config.language_filter:
@@ -131,6 +146,10 @@ class SynthesisRunner:
             logger.info("%s shard %d: %d of %d kept", lang, index, len(kept), len(sentences))
             progress.update(len(sentences))
         progress.close()
+        if skipped:  # each process says it for its own shards (only the main one's lines are shown by crop-hf)
+            logger.info("%s: resumed: skipped %d of %d shard(s) already finished in %s", lang, skipped, total,
+                        self.store.root / lang)
+        self.skipped_shards[lang] = self.skipped_shards.get(lang, 0) + skipped
 
     def merge(self) -> SynthesisResult:
         """Merge the finished shards into ``dataset/`` and ``discarded/`` (``DatasetDict`` per language)."""
@@ -171,9 +190,11 @@ class SynthesisRunner:
             return list(self._models.labels.names)
         from transformers import AutoConfig
 
+        from crop_hf.errors import reaching
         from crop_hf.labels import LabelSet
 
-        config = AutoConfig.from_pretrained(self.config.ner_model, revision=self.config.ner_revision)
+        with reaching(self.config.ner_model, "NER model (ner_model)"):
+            config = AutoConfig.from_pretrained(self.config.ner_model, revision=self.config.ner_revision)
         return list(LabelSet.of_model(config.id2label).names)
 
 

@@ -54,10 +54,14 @@ class SynthesisModels:
     def load(cls, config: SynthesisConfig, device: Any = None) -> SynthesisModels:
         from transformers import pipeline  # crop_hf is imported, so labeled-translation is registered
 
-        translator = pipeline("labeled-translation", model=config.mt_model, revision=config.mt_revision,
-                              device=device, batch_size=config.batch_size)
-        tagger = pipeline("token-classification", model=config.ner_model, revision=config.ner_revision,
-                          aggregation_strategy="first", device=device)
+        from crop_hf.errors import reaching
+
+        with reaching(config.mt_model, "translation model (mt_model)"):
+            translator = pipeline("labeled-translation", model=config.mt_model, revision=config.mt_revision,
+                                  device=device, batch_size=config.batch_size)
+        with reaching(config.ner_model, "NER model (ner_model)"):
+            tagger = pipeline("token-classification", model=config.ner_model, revision=config.ner_revision,
+                              aggregation_strategy="first", device=device)
         aligner = None
         if get_method(config.method).uses_alignment:
             from crop_hf.alignment import EmbeddingAligner

@@ -116,9 +116,13 @@ def _load_model(model_args: ModelArguments, sources):
     """Tokenizer, token classifier with a head over the reconciled labels (LoRA-wrapped if asked), label set."""
     from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path,
-                                              cache_dir=model_args.cache_dir)
-    config = AutoConfig.from_pretrained(model_args.model_name_or_path, cache_dir=model_args.cache_dir)
+    from crop_hf.errors import reaching
+
+    with reaching(model_args.tokenizer_name or model_args.model_name_or_path, "tokenizer"):
+        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path,
+                                                  cache_dir=model_args.cache_dir)
+    with reaching(model_args.model_name_or_path):
+        config = AutoConfig.from_pretrained(model_args.model_name_or_path, cache_dir=model_args.cache_dir)
     label_set, new_head = choose_labels([s.label_names for s in sources], [s.spec for s in sources],
                                         getattr(config, "id2label", None), model_args.ignore_mismatched_sizes)
     logger.info("labels: %s%s", list(label_set.names), " (new classification head)" if new_head else "")
@@ -184,7 +188,9 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
         raise ValueError(f"{len(weights)} train_weights for {len(data_args.train_sources)} train_sources")
 
     with accelerator.main_process_first():
-        sources = [load_source(spec, label_map, dataset=datasets.get(spec)) for spec in data_args.train_sources]
+        # only the train split: a crop-hf corpus then reads only its train files
+        sources = [load_source(spec, label_map, dataset=datasets.get(spec), splits=("train",))
+                   for spec in data_args.train_sources]
     tokenizer, model, label_set = _load_model(model_args, sources)
 
     with accelerator.main_process_first():

@@ -1,0 +1,139 @@
+"""Errors that mean a user mistake, worded so that one line tells what to change.
+
+``crop-hf`` prints any of these as ``crop-hf <command>: error: <message>`` (no traceback unless
+``--debug`` or ``CROP_HF_DEBUG=1``). Each subclasses the built-in error that code catching it
+already expects (``ValueError``, ``FileNotFoundError``, ``ConnectionError``), so library callers
+are unaffected.
+
+>>> offline_mode({"HF_HUB_OFFLINE": "1"})
+'offline mode is on (HF_HUB_OFFLINE=1): only local folders and the local cache are read'
+>>> raise UnknownOptionError("conll5/es", ["datadir"], ["data_dir", "skip_bad_records"])
+Traceback (most recent call last):
+...
+crop_hf.errors.UnknownOptionError: conll5/es: unknown option 'datadir' (did you mean data_dir?); valid options: data_dir, skip_bad_records
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = [
+    "DeviceError",
+    "MissingFilesError",
+    "UnknownOptionError",
+    "UnreachableError",
+    "UserError",
+    "available_devices",
+    "check_device",
+    "offline_mode",
+    "reaching",
+]
+
+#: Environment variables that put the Hugging Face libraries offline.
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+class UserError(Exception):
+    """Base of the errors a user fixes by changing an option, a path or the environment."""
+
+
+class DeviceError(UserError, ValueError):
+    """A torch device that does not exist on this machine."""
+
+
+class MissingFilesError(UserError, FileNotFoundError):
+    """A release folder that does not exist, or lacks the files of a requested split.
+
+    One message shape for every builder: ``<corpus>: <problem> '<folder>'; looked for <split>: <names>; ...``.
+    """
+
+    def __init__(self, what: str, folder: str | os.PathLike, expected: Mapping[str, Sequence[str]], hint: str = ""):
+        self.what, self.folder, self.expected = what, str(folder), dict(expected)
+        if Path(folder).is_dir():
+            problem = f"files not found in {self.folder!r} (nor in its subfolders)"
+        else:
+            problem = f"no folder {self.folder!r}"
+        looked = "; ".join(f"{split}: {' or '.join(names)}" for split, names in expected.items())
+        super().__init__(f"{what}: {problem}; looked for {looked}" + (f". {hint}" if hint else ""))
+
+
+class UnknownOptionError(UserError, ValueError):
+    """An option (a source spec's ``?key=value``, a builder option) that the loader does not take."""
+
+    def __init__(self, what: str, unknown: Sequence[str], valid: Sequence[str]):
+        self.unknown, self.valid = list(unknown), sorted(valid)
+        guesses = [f"{key!r}" + (f" (did you mean {close[0]}?)" if (close := difflib.get_close_matches(key, self.valid, 1))
+                                 else "") for key in self.unknown]
+        plural = "s" if len(self.unknown) > 1 else ""
+        super().__init__(f"{what}: unknown option{plural} {', '.join(guesses)}; valid options: {', '.join(self.valid)}")
+
+
+class UnreachableError(UserError, ConnectionError):
+    """A model or dataset that could be neither downloaded nor found locally."""
+
+
+def offline_mode(environ: Mapping[str, str] | None = None) -> str:
+    """Whether the Hugging Face libraries are offline, as a phrase for an error message."""
+    environ = os.environ if environ is None else environ
+    on = [name for name in OFFLINE_VARIABLES if environ.get(name, "").upper() in {"1", "ON", "YES", "TRUE"}]
+    if on:
+        return f"offline mode is on ({', '.join(f'{name}=1' for name in on)}): only local folders and the local cache are read"
+    return "offline mode is off (HF_HUB_OFFLINE is not set): the Hub could not be reached or has no such repository"
+
+
+@contextmanager
+def reaching(name: str | os.PathLike, what: str = "model") -> Iterator[None]:
+    """Turn an ``OSError`` raised while loading ``name`` into an :class:`UnreachableError` that names it.
+
+    ``transformers`` says "We couldn't connect to 'https://huggingface.co'" without naming the
+    repository; this names it and says whether offline mode is on. Errors that already say what
+    to change (:class:`UserError`) and ``OSError``\\ s about a local folder pass unchanged.
+    """
+    try:
+        yield
+    except UserError:
+        raise
+    except OSError as error:
+        if Path(str(name)).exists():
+            raise
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UnreachableError(f"cannot load the {what} {str(name)!r}: {first} ({offline_mode()})") from error
+
+
+def available_devices() -> list[str]:
+    """The torch devices of this machine: ``cpu``, ``cuda:N``, ``mps``, ``xpu:N``."""
+    import torch
+
+    devices = ["cpu"]
+    if torch.cuda.is_available():
+        devices += [f"cuda:{index}" for index in range(torch.cuda.device_count())]
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        devices.append("mps")
+    xpu = getattr(torch, "xpu", None)
+    if xpu is not None and xpu.is_available():
+        devices += [f"xpu:{index}" for index in range(xpu.device_count())]
+    return devices
+
+
+def check_device(device: str) -> str:
+    """Return ``device`` if torch can use it here; otherwise :class:`DeviceError` listing the devices that exist."""
+    import torch
+
+    available = available_devices()
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise DeviceError(f"{device!r} is not a torch device ({error}); devices here: {', '.join(available)}") from None
+    if parsed.type == "cpu":
+        return device
+    family = [name for name in available if name.split(":")[0] == parsed.type]
+    if not family or (parsed.index is not None and f"{parsed.type}:{parsed.index}" not in family):
+        built = ""
+        if parsed.type == "cuda" and torch.version.cuda is None:
+            built = f" (this torch {torch.__version__} is built without CUDA)"
+        raise DeviceError(f"device {device!r} is not available{built}; devices here: {', '.join(available)}")
+    return device
