@@ -24,6 +24,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "synthesize": ("crop_hf.commands.synthesize", "build pseudo-labeled NER corpora in target languages (CroP)"),
     "demo": ("crop_hf.commands.demo", "offline smoke run of every synthesis stage with tiny random models"),
     "self-train": ("crop_hf.commands.self_train", "re-label discarded sentences with a self-trained multilingual model"),
+    "mark-parallel": ("crop_hf.commands.mark_parallel", "wrap aligned phrase pairs of a parallel corpus in markers"),
+    "train-translation": ("crop_hf.commands.train_translation", "fine-tune a translation model to keep markers"),
+    "evaluate-translation": ("crop_hf.commands.evaluate_translation",
+                             "marker completeness, slot accuracy, BLEU, chrF of translation models"),
 }
 
 

@@ -125,6 +125,8 @@ class TranslationTrainingArguments:
         default=None, metadata={"help": "Checkpoint folder to continue from, or 'latest'."})
     eval_steps: int | None = field(
         default=None, metadata={"help": "Also evaluate every N optimizer steps (logged in all_results.json)."})
+    eval_minutes: float | None = field(
+        default=None, metadata={"help": "Also evaluate every N minutes of training time (a learning curve)."})
     eval_decodings: list[str] = field(
         default_factory=lambda: ["free", "constrained"],
         metadata={"help": "Decodings evaluated: free and/or constrained (marker-constrained search)."})
@@ -492,7 +494,9 @@ def train_translation(
                 save_checkpoint(f"step_{completed_steps}", epoch, batch_index + 1)
             elapsed = train_seconds + time.perf_counter() - tick
             out_of_time = training_args.max_train_minutes is not None and elapsed >= 60 * training_args.max_train_minutes
-            periodic = training_args.eval_steps and completed_steps % training_args.eval_steps == 0
+            periodic = bool(training_args.eval_steps and completed_steps % training_args.eval_steps == 0)
+            if training_args.eval_minutes and elapsed >= 60 * training_args.eval_minutes * (len(history) + 1):
+                periodic = True
             if (periodic or out_of_time) and accelerator.is_main_process:
                 train_seconds = elapsed
                 snapshot = evaluate(accelerator.unwrap_model(model), "trained")
