@@ -435,7 +435,8 @@ def mark_parallel(
     :func:`pairs_from_dataset`); it is read ``config.align_chunk_size`` pairs at a time, so memory
     stays bounded by the chunk, whatever the corpus size. Pairs of several language pairs may be
     mixed: each chunk is aligned per language pair. Rows are written as parquet shards to
-    ``output_dir`` (a temporary folder when ``None``) and the dataset is read back from them
+    ``output_dir`` (a temporary folder when ``None``; ``data-*.parquet`` files already there are
+    replaced) and the dataset is read back from them
     (memory-mapped). Its columns: ``source``, ``target`` (marked), ``src_lang``, ``tgt_lang``,
     ``slots`` (``slot``, ``source``, ``target`` per marked phrase pair), ``source_text``,
     ``target_text`` (unmarked), ``phrase_pairs`` (every candidate as character spans, for

@@ -390,6 +390,7 @@ def train_translation(
 
     evaluation = TranslationEvaluation()
     if training_args.evaluate_before_training and accelerator.is_main_process and not training_args.resume_from_checkpoint:
+        model.to(accelerator.device)  # generate where training will run (a GPU), not on the CPU it was loaded to
         before = evaluate(model, "untrained")
         if before:
             evaluation.merge(before)
