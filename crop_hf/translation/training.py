@@ -636,7 +636,7 @@ def translation_model_card(model_args, data_args, training_args, evaluation, tra
         model_name=card_data.model_name, base_model=base, marker_style=model_args.marker_style,
         directions=[f"{s}-{t}" for s, t in directions], train_pairs=len(train_dataset),
         train_file=data_args.train_file or "a marked dataset passed in memory",
-        validation_file=data_args.validation_file or "-",
+        validation_file=data_args.validation_file or ("a marked dataset passed in memory" if evaluation.scores else "-"),
         evaluation_table=format_translation_table(evaluation) if evaluation and evaluation.scores else "",
         hyperparameters=hyperparameters, versions=_versions(),
         example_src=directions[0][0] if directions else "en", example_tgt=directions[0][1] if directions else "de")
