@@ -81,6 +81,15 @@ def build_model(path: Path, corpus: list[str], args) -> Path:
     return path
 
 
+def _redraw(row, index, config, seed):
+    """Markers drawn afresh for one marked pair from its candidate phrase pairs."""
+    from crop_hf.translation.parallel import remark
+
+    pair = remark(row["source_text"], row["target_text"], [tuple(p) for p in row["phrase_pairs"]], config,
+                  random.Random(seed * 1_000_003 + index))
+    return {"source": pair.source, "target": pair.target, "slots": list(pair.slots)}
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
@@ -94,7 +103,7 @@ def main(argv=None) -> int:
     from itertools import chain
 
     from crop_hf.translation.evaluation import TranslationEvaluation, format_translation_table
-    from crop_hf.translation.parallel import MarkingConfig, mark_parallel, pairs_from_files, remark
+    from crop_hf.translation.parallel import MarkingConfig, mark_parallel, pairs_from_files
     from crop_hf.translation.training import parse_translation_arguments, train_translation
 
     data, work = Path(args.data_dir), Path(args.work_dir)
@@ -110,6 +119,10 @@ def main(argv=None) -> int:
     val = marked.filter(lambda o: Path(o).name.startswith("val."), input_columns="origin")
     if args.eval_samples:
         val = val.select(range(min(args.eval_samples, len(val))))
+    # Held-out slots are numbered left to right, as the labeled-translation pipeline numbers them.
+    in_order = MarkingConfig(max_slots=args.max_slots, random_slot_numbers=False, seed=args.seed)
+    val = val.map(lambda row, index: _redraw(row, index, in_order, args.seed), with_indices=True,
+                  desc="held-out markers, numbered left to right")
     print(f"marked {len(train)} train and {len(val)} val pairs in {marking_seconds:.0f} s", flush=True)
 
     model_path = build_model(work / "tiny-m2m100", list(chain(train["source_text"], train["target_text"])), args)
@@ -121,12 +134,8 @@ def main(argv=None) -> int:
         config = MarkingConfig(max_slots=args.max_slots, min_gap=options["min_gap"],
                                random_slot_numbers=options["random_slot_numbers"], seed=args.seed)
 
-        def redraw(row, index, config=config):
-            pair = remark(row["source_text"], row["target_text"], [tuple(p) for p in row["phrase_pairs"]], config,
-                          random.Random(args.seed * 1_000_003 + index))
-            return {"source": pair.source, "target": pair.target, "slots": list(pair.slots)}
-
-        recipe_train = train.map(redraw, with_indices=True, desc=f"markers for {recipe}")
+        recipe_train = train.map(lambda row, index, config=config: _redraw(row, index, config, args.seed),
+                                 with_indices=True, desc=f"markers for {recipe}")
         model_args, data_args, training_args = parse_translation_arguments([
             "--model_name_or_path", str(model_path), "--output_dir", str(work / recipe),
             "--max_train_steps", "1000000", "--max_train_minutes", str(args.minutes),
