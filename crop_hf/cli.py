@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("crop_hf.commands.report", "plots and an HTML page of a synthesized corpus, linked from its card"),
     "train-parser": ("crop_hf.commands.train_parser", "fine-tune the joint intent + slot parser (CSTOP) with Accelerate"),
     "evaluate-parser": ("crop_hf.commands.evaluate_parser", "exact match, intent accuracy and slot F1 of a parser, per domain"),
+    "mark-parallel": ("crop_hf.commands.mark_parallel", "wrap aligned phrase pairs of a parallel corpus in markers"),
+    "train-translation": ("crop_hf.commands.train_translation", "fine-tune a translation model to keep markers"),
+    "evaluate-translation": ("crop_hf.commands.evaluate_translation",
+                             "marker completeness, slot accuracy, BLEU, chrF of translation models"),
 }
 
 

@@ -2,7 +2,8 @@
 
 * model cards: :func:`ner_model_card` (metadata with a model-index entry per language, split and
   metric, rendered from ``model_cards/ner_model_card.md``) and :func:`parser_model_card` (a joint
-  intent/slot parser: data, recipe, exact match / intent accuracy / slot F1 per domain);
+  intent/slot parser: data, recipe, exact match / intent accuracy / slot F1 per domain) and
+  :func:`translation_model_card` (a marker-keeping translation model);
 * dataset cards: :func:`synthesis_card` (a synthesized corpus) and :func:`corpus_card` (a corpus
   built from an original release by ``dataset_scripts/``);
 * uploads: :func:`push_folder` (a trained model's folder, without checkpoints),
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,7 @@ __all__ = [
     "push_folder",
     "synthesis_card",
     "template_path",
+    "translation_model_card",
 ]
 
 _METRICS = ("precision", "recall", "f1")
@@ -187,6 +190,36 @@ def parser_model_card(*, model_name: str, config, train_sources: Sequence[tuple[
         train_sources=[{"spec": s, "weight": w, "utterances": n} for s, w, n in train_sources],
         intents=list(config.intent_labels), slot_names=sorted({t[2:] for t in config.slot_labels if t != "O"}),
         evaluations=evaluations, hyperparameters=dict(hyperparameters), versions=_versions())
+
+
+def translation_model_card(model_args, data_args, training_args, evaluation_table: str, train_dataset, *,
+                           total_batch: int):
+    """The card of a marker-keeping translation model (:func:`crop_hf.translation.training.train_translation`):
+    languages, data, marker style, hyper-parameters and the before/after evaluation table (already rendered)."""
+    from huggingface_hub import ModelCard, ModelCardData
+
+
+    directions = sorted(set(zip(train_dataset["src_lang"], train_dataset["tgt_lang"], strict=True)))
+    languages = sorted({code for pair in directions for code in pair})
+    base = model_args.model_name_or_path
+    is_hub_id = not Path(base).exists()
+    card_data = ModelCardData(
+        model_name=training_args.hub_model_id or Path(training_args.output_dir).name,
+        base_model=base if is_hub_id else None, language=languages or None, library_name="transformers",
+        pipeline_tag="translation", tags=["translation", "labeled-translation", "crop-hf", "cross-lingual-ner"],
+        metrics=["bleu", "chrf"])
+    hyperparameters = {**asdict(model_args), **asdict(data_args), **asdict(training_args)}
+    hyperparameters.pop("hub_token", None)
+    hyperparameters["total_train_batch_size"] = total_batch
+    return ModelCard.from_template(
+        card_data, template_path=str(_template("translation_model_card.md")),
+        model_name=card_data.model_name, base_model=base, marker_style=model_args.marker_style,
+        directions=[f"{s}-{t}" for s, t in directions], train_pairs=len(train_dataset),
+        train_file=data_args.train_file or "a marked dataset passed in memory",
+        validation_file=data_args.validation_file or ("a marked dataset passed in memory" if evaluation_table else "-"),
+        evaluation_table=evaluation_table,
+        hyperparameters=hyperparameters, versions=_versions(),
+        example_src=directions[0][0] if directions else "en", example_tgt=directions[0][1] if directions else "de")
 
 
 # --------------------------------------------------------------------------- dataset cards

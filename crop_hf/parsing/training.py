@@ -259,10 +259,10 @@ def _encode(rows, tokenizer, model, max_length: int):
 def _optimizer(model, training_args: ParserTrainingArguments):
     import torch
 
-    from crop_hf.training.loop import _optimizer as ner_optimizer
+    from crop_hf.optim import adamw
 
     if training_args.head_learning_rate is None:
-        return ner_optimizer(model, training_args)
+        return adamw(model, training_args.learning_rate, training_args.weight_decay)
     head = [p for n, p in model.named_parameters() if not n.startswith("encoder.") and p.requires_grad]
     encoder = [p for n, p in model.named_parameters() if n.startswith("encoder.") and p.requires_grad]
     return torch.optim.AdamW([
@@ -290,9 +290,9 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
 
     from crop_hf.data.sources import WeightedMixSampler
     from crop_hf.metrics.parsing import format_parse_table
+    from crop_hf.optim import STATE_FILE, find_checkpoint
     from crop_hf.parsing.fewshot import few_shot_indices
     from crop_hf.parsing.predict import collate
-    from crop_hf.training.loop import STATE_FILE, _find_checkpoint
 
     output_dir = Path(training_args.output_dir)
     checkpoint_every = training_args.checkpoint_every()
@@ -347,7 +347,7 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
 
     completed_steps, start_epoch, skip_batches = 0, 0, 0
     if training_args.resume_from_checkpoint:
-        checkpoint = _find_checkpoint(output_dir, training_args.resume_from_checkpoint)
+        checkpoint = find_checkpoint(output_dir, training_args.resume_from_checkpoint)
         accelerator.load_state(str(checkpoint))
         state = json.loads((checkpoint / STATE_FILE).read_text())
         completed_steps, start_epoch, skip_batches = state["completed_steps"], state["epoch"], state["batches_in_epoch"]

@@ -47,6 +47,9 @@ class SynthesisConfig:
         default=3, metadata={"help": "Beam hypotheses tried, in order, until one keeps every marker intact."}
     )
     max_new_tokens: int = field(default=256, metadata={"help": "Generation length limit."})
+    constrain_markers: bool = field(
+        default=False,
+        metadata={"help": "Marker-constrained decoding of the labeled translation (markers complete by construction)."})
     max_words: int = field(default=128, metadata={"help": "Drop raw sentences longer than this (CroP: 128)."})
     max_sentences: int | None = field(default=None, metadata={"help": "Read at most this many sentences per language."})
     shard_size: int = field(default=1000, metadata={"help": "Sentences per resumable shard."})
@@ -102,6 +105,7 @@ class SynthesisConfig:
 #: source language), device, show_progress and report.
 RESULT_FIELDS: tuple[str, ...] = (
     "input", "source_lang", "mt_model", "mt_revision", "ner_model", "ner_revision", "method",
-    "alignment_model", "batch_size", "num_beams", "num_return_sequences", "max_new_tokens", "max_words",
+    "alignment_model", "batch_size", "num_beams", "num_return_sequences", "max_new_tokens", "constrain_markers",
+    "max_words",
     "max_sentences", "shard_size", "language_filter", "seed",
 )

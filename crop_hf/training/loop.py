@@ -20,13 +20,13 @@ from typing import Any
 from crop_hf.data.features import encode_tags
 from crop_hf.data.sources import WeightedMixSampler, load_source
 from crop_hf.labels import LabelConflictError, LabelSet, parse_label_map, reconcile_labels
+from crop_hf.optim import STATE_FILE, adamw, find_checkpoint
 from crop_hf.training.arguments import DataArguments, ModelArguments, NerTrainingArguments, arguments_to_dict
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["TrainingResult", "choose_labels", "train_ner"]
 
-STATE_FILE = "crop_hf_state.json"
 
 
 @dataclass
@@ -67,23 +67,6 @@ def choose_labels(data_labels: list[list[str]], where: list[str], model_id2label
             f"the model was fine-tuned on labels {model_names}, which lack {missing} found in the training data; "
             "pass ignore_mismatched_sizes to train a new classification head, or rename types with label_map")
     return reconcile_labels(data_labels, where, model_labels=model_names), True
-
-
-def _checkpoint_step(path: Path) -> int:
-    state = json.loads((path / STATE_FILE).read_text())
-    return int(state["completed_steps"])
-
-
-def _find_checkpoint(output_dir: Path, value: str) -> Path:
-    if value != "latest":
-        path = Path(value)
-        if not (path / STATE_FILE).exists():
-            raise FileNotFoundError(f"{path} is not a checkpoint written by train_ner (no {STATE_FILE})")
-        return path
-    candidates = [p for p in output_dir.glob("*_*") if (p / STATE_FILE).exists()]
-    if not candidates:
-        raise FileNotFoundError(f"resume_from_checkpoint='latest' but {output_dir} holds no checkpoint")
-    return max(candidates, key=_checkpoint_step)
 
 
 def _train_rows(source, label_set: LabelSet, label_map, tokenizer, max_length: int, max_samples: int | None):
@@ -136,15 +119,7 @@ def _load_model(model_args: ModelArguments, sources):
 
 
 def _optimizer(model, training_args: NerTrainingArguments):
-    """AdamW without weight decay on biases and normalization weights (the usual BERT recipe)."""
-    import torch
-
-    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
-    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    return torch.optim.AdamW([
-        {"params": [p for n, p in named if not n.endswith(no_decay)], "weight_decay": training_args.weight_decay},
-        {"params": [p for n, p in named if n.endswith(no_decay)], "weight_decay": 0.0},
-    ], lr=training_args.learning_rate)
+    return adamw(model, training_args.learning_rate, training_args.weight_decay)
 
 
 def train_ner(model_args: ModelArguments, data_args: DataArguments, training_args: NerTrainingArguments,
@@ -228,7 +203,7 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
 
     completed_steps, start_epoch, skip_batches = 0, 0, 0
     if training_args.resume_from_checkpoint:
-        checkpoint = _find_checkpoint(output_dir, training_args.resume_from_checkpoint)
+        checkpoint = find_checkpoint(output_dir, training_args.resume_from_checkpoint)
         accelerator.load_state(str(checkpoint))
         state = json.loads((checkpoint / STATE_FILE).read_text())
         completed_steps, start_epoch, skip_batches = state["completed_steps"], state["epoch"], state["batches_in_epoch"]

@@ -49,7 +49,9 @@ class LabeledSequenceTranslationPipeline(Pipeline):
     family, see :mod:`crop_hf.translation.languages`), ``num_beams``, ``num_return_sequences``
     (hypotheses tried per sentence), ``max_new_tokens``, ``batch_size`` (sentences of similar length
     are batched together; results come back in input order), ``label_names``, ``scheme``.
-    Construction only: ``marker_style`` (``"crop"`` or ``"easyproject"``), ``max_slots``.
+    ``constrain_markers`` (construction or per call) lets a hypothesis emit only well-formed markers
+    of its source (:mod:`crop_hf.translation.constraints`). Construction only: ``marker_style``
+    (``"crop"`` or ``"easyproject"``), ``max_slots``.
 
     Output per sentence: ``translation`` (markers removed), ``marked_translation``, ``entities``
     (``text``, ``label``, ``start``, ``end`` into ``translation``, ``slot``), ``complete``,
@@ -64,8 +66,11 @@ class LabeledSequenceTranslationPipeline(Pipeline):
     _pipeline_calls_generate = True
     _default_generation_config = GenerationConfig(max_new_tokens=256)
 
-    def __init__(self, *args, marker_style: str | MarkerStyle | None = None, max_slots: int = 16, **kwargs):
+    def __init__(self, *args, marker_style: str | MarkerStyle | None = None, max_slots: int = 16,
+                 constrain_markers: bool = False, **kwargs):
         self.marker_style = get_marker_style(marker_style)
+        self.constrain_markers = constrain_markers
+        self._marker_vocabulary = None
         super().__init__(*args, **kwargs)
         self._marker_ids = self._ensure_marker_tokens(max_slots)
         self._default_languages: LanguageSetup | None = None
@@ -104,6 +109,7 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         label_names: Sequence[str] | None = None,
         scheme: str | None = None,
         generate_kwargs: dict | None = None,
+        constrain_markers: bool | None = None,
         **kwargs,
     ):
         if kwargs:
@@ -124,6 +130,8 @@ class LabeledSequenceTranslationPipeline(Pipeline):
                 generate[key] = value
         if generate:
             forward["generate_kwargs"] = generate
+        if constrain_markers is not None:
+            forward["constrain_markers"] = constrain_markers
         return preprocess, forward, {}
 
     # --- inputs ---------------------------------------------------------------------------
@@ -214,7 +222,8 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         return self._default_languages
 
     def _forward(
-        self, model_inputs: dict[str, Any], languages: LanguageSetup | None = None, generate_kwargs: dict | None = None
+        self, model_inputs: dict[str, Any], languages: LanguageSetup | None = None, generate_kwargs: dict | None = None,
+        constrain_markers: bool | None = None,
     ) -> dict[str, Any]:
         marked = model_inputs.pop("marked")
         marked = marked if isinstance(marked, list) else [marked]
@@ -225,7 +234,10 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         if not settings.get("do_sample") and returns > (settings.get("num_beams") or 1):
             generate_kwargs["num_beams"] = returns  # beam search returns at most num_beams hypotheses
         generate_kwargs = self._prepare_generate_kwargs(generate_kwargs, **languages.generate_kwargs())
-        output_ids = self.model.generate(**model_inputs, **generate_kwargs)
+        constrained = dict(generate_kwargs)
+        if self.constrain_markers if constrain_markers is None else constrain_markers:
+            constrained["logits_processor"] = self._marker_constraint(marked, constrained.get("logits_processor"))
+        output_ids = self.model.generate(**model_inputs, **constrained)
         batch = model_inputs["input_ids"].shape[0]
         output_ids = output_ids.reshape(batch, output_ids.shape[0] // batch, *output_ids.shape[1:])
 
@@ -239,6 +251,18 @@ class LabeledSequenceTranslationPipeline(Pipeline):
             for (i, entity), text in zip(wanted, self._decode(ids), strict=True):
                 entity_translations[i][entity.slot] = text
         return {"output_ids": output_ids, "marked": marked, "entity_translations": entity_translations}
+
+    def _marker_constraint(self, marked: list[MarkedSentence], processors=None):
+        """``processors`` plus a :class:`~crop_hf.translation.constraints.MarkerConstraintProcessor` for ``marked``."""
+        from transformers import LogitsProcessorList
+
+        from crop_hf.translation.constraints import MarkerConstraintProcessor, MarkerVocabulary
+
+        if self._marker_vocabulary is None:
+            self._marker_vocabulary = MarkerVocabulary(self.tokenizer, self.marker_style)
+        processor = MarkerConstraintProcessor(self._marker_vocabulary, [[e.slot for e in m.entities] for m in marked],
+                                              self.model.generation_config.eos_token_id)
+        return LogitsProcessorList([*(processors or []), processor])
 
     def _decode(self, ids) -> list[str]:
         """Decode keeping marker tokens even where they are special, dropping every other special token."""

@@ -1,0 +1,538 @@
+"""Marker-annotated parallel data: the training data of a labeled sequence translation model.
+
+CroP (section 3.3) fine-tunes its translation model on parallel sentences in which aligned phrase
+pairs are wrapped in the *same* markers on both sides, so that the model learns to carry markers
+across. This module builds such data from any sentence-aligned corpus:
+
+1. read sentence pairs (two text files, a ``datasets.Dataset`` with a ``translation`` column, or
+   two text columns), dropping and counting empty pairs and pairs that already hold a marker;
+2. word-align each language pair with :class:`crop_hf.alignment.EflomalAligner` over the whole
+   corpus (up to ``align_chunk_size`` pairs at a time) and symmetrize with grow-diag-final-and;
+3. extract the consistent phrase pairs (Koehn et al., 2003: no alignment link leaves the box of
+   a phrase pair) of at most ``max_phrase_length`` words per side;
+4. with probability ``slot_prob`` choose up to ``max_slots`` non-overlapping phrase pairs, with at
+   least ``min_gap`` words between chosen phrases on both sides, and wrap both sides of each in
+   the same marker; slot numbers are drawn at random, so that a model learns to copy numbers,
+   not positions.
+
+Words are ``\\w+`` runs and single punctuation characters (:func:`words`); markers are inserted at
+their character offsets, so the text between markers keeps its original spacing.
+
+>>> consistent_phrase_pairs([(0, 0), (1, 2), (2, 1)], 3, 3, max_length=2)  # words 1 and 2 swap places
+[(0, 1, 0, 1), (1, 2, 2, 3), (1, 3, 1, 3), (2, 3, 1, 2)]
+>>> mark_pair("a red cat", "eine rote Katze", [(2, 5, 5, 9), (6, 9, 10, 15)], slots=[1, 0]).target
+'eine __SLOT1__ rote __SLOT1__ __SLOT0__ Katze __SLOT0__'
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import random
+import re
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any, Literal
+
+from crop_hf.markers import MarkerStyle, get_marker_style
+
+__all__ = [
+    "DROP_REASONS",
+    "MarkedPair",
+    "MarkingConfig",
+    "MarkingResult",
+    "ParallelPair",
+    "consistent_phrase_pairs",
+    "mark_pair",
+    "mark_parallel",
+    "pairs_from_dataset",
+    "pairs_from_files",
+    "remark",
+    "select_phrase_pairs",
+    "words",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Why a sentence pair is dropped before alignment.
+DROP_REASONS: dict[str, str] = {
+    "empty": "one side is empty or whitespace only",
+    "has_marker": "one side already contains a marker of the chosen style",
+    "too_long": "one side has more words than max_words",
+}
+
+_WORD = re.compile(r"\w+|[^\w\s]")
+
+#: A phrase pair as character spans: ``(source_start, source_end, target_start, target_end)``.
+PhrasePair = tuple[int, int, int, int]
+
+
+def words(text: str) -> list[tuple[int, int]]:
+    """Character spans of the words of ``text``: ``\\w+`` runs and single other non-space characters.
+
+    >>> text = "Zwei Männer, im Freien."
+    >>> [text[s:e] for s, e in words(text)]
+    ['Zwei', 'Männer', ',', 'im', 'Freien', '.']
+    """
+    return [match.span() for match in _WORD.finditer(text)]
+
+
+@dataclass(frozen=True)
+class ParallelPair:
+    """One sentence pair and where it came from."""
+
+    source: str
+    target: str
+    src_lang: str
+    tgt_lang: str
+    origin: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class MarkedPair:
+    """Both sides of a pair with markers, and the marked phrase pairs (``slot``, ``source``, ``target``)."""
+
+    source: str
+    target: str
+    slots: tuple[dict[str, Any], ...]
+
+
+@dataclass
+class MarkingConfig:
+    """How phrase pairs are chosen and marked (the ``crop-hf mark-parallel`` options besides the inputs)."""
+
+    slot_prob: float = field(default=0.85, metadata={"help": "Probability that a sentence pair gets markers (CroP: 0.85)."})
+    max_slots: int = field(default=14, metadata={"help": "Most marked phrase pairs per sentence pair (CroP: 14)."})
+    max_phrase_length: int = field(default=4, metadata={"help": "Most words per side of a phrase pair."})
+    min_gap: int = field(
+        default=1, metadata={"help": "Fewest words between two chosen phrases, on both sides (0 allows adjacent slots)."})
+    random_slot_numbers: bool = field(
+        default=True, metadata={"help": "Number slots at random (else left to right in the source)."})
+    marker_style: Literal["crop", "easyproject"] = field(
+        default="crop", metadata={"help": "crop: __SLOT{i}__ on both sides; easyproject: [ ... ]."})
+    both_directions: bool = field(default=False, metadata={"help": "Also emit every pair target-to-source."})
+    max_words: int = field(default=200, metadata={"help": "Drop pairs with a side longer than this (words)."})
+    align_chunk_size: int = field(
+        default=200_000,
+        metadata={"help": "Sentence pairs aligned together (eflomal learns from the whole chunk; memory grows with it)."})
+    shard_size: int = field(default=10_000, metadata={"help": "Rows per parquet shard written."})
+    seed: int = field(default=0, metadata={"help": "Seed of phrase and slot-number choices (same seed, same data)."})
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.slot_prob <= 1.0:
+            raise ValueError(f"slot_prob must be within [0, 1], got {self.slot_prob}")
+        for name in ("max_slots", "max_phrase_length", "align_chunk_size", "shard_size", "max_words"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.min_gap < 0:
+            raise ValueError(f"min_gap must be 0 or more, got {self.min_gap}")
+        get_marker_style(self.marker_style)
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+
+def _open_text(path: Path):
+    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")
+
+
+def _count_lines(path: Path) -> int:
+    with _open_text(path) as handle:
+        return sum(1 for _ in handle)
+
+
+def pairs_from_files(source_file: str | Path, target_file: str | Path, src_lang: str, tgt_lang: str) -> Iterator[ParallelPair]:
+    """Stream the line pairs of two aligned text files (``.gz`` read as gzip).
+
+    Raises ``ValueError`` naming both files and both line counts when their lengths differ
+    (checked before the first pair is given out).
+    """
+    source_file, target_file = Path(source_file), Path(target_file)
+    for path in (source_file, target_file):
+        if not path.is_file():
+            raise FileNotFoundError(f"parallel file {path} does not exist")
+    n_source, n_target = _count_lines(source_file), _count_lines(target_file)
+    if n_source != n_target:
+        raise ValueError(f"{source_file} has {n_source} lines but {target_file} has {n_target}: "
+                         "the files of a parallel corpus must be line-aligned")
+
+    def generate() -> Iterator[ParallelPair]:
+        with _open_text(source_file) as src, _open_text(target_file) as tgt:
+            for number, (s, t) in enumerate(zip(src, tgt, strict=True), start=1):
+                yield ParallelPair(s.rstrip("\n"), t.rstrip("\n"), src_lang, tgt_lang, str(source_file), number)
+
+    return generate()
+
+
+def pairs_from_dataset(
+    dataset: Iterable[Mapping[str, Any]],
+    language_pairs: Sequence[tuple[str, str]] | None = None,
+    *,
+    source_column: str | None = None,
+    target_column: str | None = None,
+    origin: str = "dataset",
+) -> Iterator[ParallelPair]:
+    """Sentence pairs of a ``datasets.Dataset`` (or any iterable of rows).
+
+    * a ``translation`` column of ``{"en": ..., "de": ...}`` dicts: one pair per row and
+      language pair in ``language_pairs`` (default: every ordered pair of the first row's
+      languages taken once, in column order, e.g. ``[("en", "de")]``);
+    * ``source_column``/``target_column``: two text columns; ``language_pairs`` then holds the
+      one ``(src_lang, tgt_lang)`` they are in.
+    """
+    rows = iter(dataset)
+    if source_column or target_column:
+        if not (source_column and target_column) or not language_pairs or len(language_pairs) != 1:
+            raise ValueError("two text columns need source_column, target_column and one (src_lang, tgt_lang)")
+        (src_lang, tgt_lang), = language_pairs
+        for index, row in enumerate(rows):
+            yield ParallelPair(str(row[source_column] or ""), str(row[target_column] or ""), src_lang, tgt_lang,
+                               origin, index)
+        return
+    first = next(rows, None)
+    if first is None:
+        return
+    if "translation" not in first:
+        raise ValueError(f"{origin}: expected a 'translation' column or source_column/target_column; "
+                         f"columns are {sorted(first)}")
+    if not language_pairs:
+        langs = list(first["translation"])
+        language_pairs = [(langs[i], langs[j]) for i in range(len(langs)) for j in range(i + 1, len(langs))]
+    for index, row in enumerate(_chain(first, rows)):
+        translation = row["translation"]
+        for src_lang, tgt_lang in language_pairs:
+            if src_lang not in translation or tgt_lang not in translation:
+                raise ValueError(f"{origin} row {index}: no {src_lang!r} or {tgt_lang!r} in its translation "
+                                 f"(it has {sorted(translation)})")
+            yield ParallelPair(str(translation[src_lang] or ""), str(translation[tgt_lang] or ""), src_lang, tgt_lang,
+                               origin, index)
+
+
+def _chain(first, rest):
+    yield first
+    yield from rest
+
+
+# --- phrase pairs --------------------------------------------------------------------------------
+
+
+def consistent_phrase_pairs(
+    alignment: Iterable[tuple[int, int]], n_source: int, n_target: int, max_length: int
+) -> list[tuple[int, int, int, int]]:
+    """Phrase pairs ``(i1, i2, j1, j2)`` (word indices, ends exclusive) consistent with ``alignment``.
+
+    Koehn et al. (2003): a pair is consistent when at least one link lies inside its box and no
+    link connects a word inside the box with a word outside it. Only the tight pairs are
+    returned (unaligned boundary words are not added), at most ``max_length`` words a side.
+
+    >>> consistent_phrase_pairs([(0, 1), (1, 0)], 2, 2, 2)
+    [(0, 1, 1, 2), (0, 2, 0, 2), (1, 2, 0, 1)]
+    """
+    links = sorted(set(alignment))
+    by_source: dict[int, list[int]] = {}
+    by_target: dict[int, list[int]] = {}
+    for i, j in links:
+        if not (0 <= i < n_source and 0 <= j < n_target):
+            raise ValueError(f"link {i}-{j} is outside a {n_source}x{n_target} sentence pair")
+        by_source.setdefault(i, []).append(j)
+        by_target.setdefault(j, []).append(i)
+    found = []
+    for i1 in range(n_source):
+        for i2 in range(i1 + 1, min(n_source, i1 + max_length) + 1):
+            targets = [j for i in range(i1, i2) for j in by_source.get(i, ())]
+            if not targets:
+                continue
+            j1, j2 = min(targets), max(targets) + 1
+            if j2 - j1 > max_length:
+                continue
+            if all(i1 <= i < i2 for j in range(j1, j2) for i in by_target.get(j, ())):
+                found.append((i1, i2, j1, j2))
+    return found
+
+
+def _word_edges(text: str) -> bool:
+    """Whether ``text`` starts and ends with a letter or digit."""
+    return bool(text) and text[0].isalnum() and text[-1].isalnum()
+
+
+def select_phrase_pairs(
+    source: str, target: str, candidates: Sequence[PhrasePair], *, max_slots: int, min_gap: int, rng: random.Random
+) -> list[PhrasePair]:
+    """Choose up to ``max_slots`` non-overlapping phrase pairs at random, ``min_gap`` words apart on both sides.
+
+    The number wanted is drawn uniformly from 1..``max_slots``; candidates are visited in random
+    order and kept when they fit. Returned in source order.
+    """
+    if not candidates:
+        return []
+    wanted = rng.randint(1, max_slots)
+    order = list(candidates)
+    rng.shuffle(order)
+    chosen: list[PhrasePair] = []
+    for pair in order:
+        if len(chosen) >= wanted:
+            break
+        if all(_apart(source, (pair[0], pair[1]), (c[0], c[1]), min_gap)
+               and _apart(target, (pair[2], pair[3]), (c[2], c[3]), min_gap) for c in chosen):
+            chosen.append(pair)
+    return sorted(chosen)
+
+
+def _apart(text: str, a: tuple[int, int], b: tuple[int, int], min_gap: int) -> bool:
+    """Spans ``a`` and ``b`` do not overlap and at least ``min_gap`` words lie between them."""
+    first, second = (a, b) if a[0] <= b[0] else (b, a)
+    if second[0] < first[1]:
+        return False
+    return len(words(text[first[1] : second[0]])) >= min_gap
+
+
+def _insert(text: str, spans: Sequence[tuple[int, int, str, str]]) -> str:
+    pieces, cursor = [], 0
+    for start, end, opening, closing in sorted(spans):
+        pieces += [text[cursor:start], f" {opening} ", text[start:end], f" {closing} "]
+        cursor = end
+    pieces.append(text[cursor:])
+    return " ".join("".join(pieces).split())
+
+
+def mark_pair(
+    source: str,
+    target: str,
+    chosen: Sequence[PhrasePair],
+    slots: Sequence[int] | None = None,
+    style: str | MarkerStyle | None = None,
+) -> MarkedPair:
+    """Wrap each chosen phrase pair in the markers of its slot on both sides.
+
+    ``slots[k]`` is the slot number of ``chosen[k]`` (default: 0, 1, ... in the given order). Untyped
+    styles (``easyproject``) cannot show numbers: their slots are numbered in source order.
+    """
+    style = get_marker_style(style)
+    if not style.typed:
+        chosen, slots = sorted(chosen), None
+    slots = list(range(len(chosen))) if slots is None else list(slots)
+    if len(slots) != len(chosen):
+        raise ValueError(f"{len(slots)} slot numbers for {len(chosen)} phrase pairs")
+    src_spans, tgt_spans, info = [], [], []
+    for (s0, s1, t0, t1), slot in zip(chosen, slots, strict=True):
+        opening, closing = style.markers(slot)
+        src_spans.append((s0, s1, opening, closing))
+        tgt_spans.append((t0, t1, opening, closing))
+        info.append({"slot": int(slot), "source": " ".join(source[s0:s1].split()),
+                     "target": " ".join(target[t0:t1].split())})
+    info.sort(key=lambda item: item["slot"])
+    return MarkedPair(_insert(source, src_spans), _insert(target, tgt_spans), tuple(info))
+
+
+def remark(
+    source: str,
+    target: str,
+    candidates: Sequence[PhrasePair],
+    config: MarkingConfig,
+    rng: random.Random,
+) -> MarkedPair:
+    """Draw markers for one pair from its candidate phrase pairs (used by marking and per-epoch re-sampling)."""
+    if not candidates or rng.random() >= config.slot_prob:
+        return mark_pair(source, target, [], style=config.marker_style)
+    chosen = select_phrase_pairs(source, target, candidates, max_slots=config.max_slots, min_gap=config.min_gap, rng=rng)
+    if config.random_slot_numbers:
+        slots = rng.sample(range(config.max_slots), len(chosen))
+    else:
+        slots = list(range(len(chosen)))
+    return mark_pair(source, target, chosen, slots, config.marker_style)
+
+
+# --- the corpus run ------------------------------------------------------------------------------
+
+
+@dataclass
+class MarkingResult:
+    """The marked dataset, drop counts by reason and timings (seconds)."""
+
+    dataset: Any  # datasets.Dataset
+    counts: Counter = field(default_factory=Counter)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def report(self) -> str:
+        """A small table of counts and timings, for the CLI."""
+        lines = ["counts:"]
+        lines += [f"  {key:<22} {value}" for key, value in sorted(self.counts.items())]
+        total = self.timings.get("total", 0.0) or 1e-9
+        lines.append("time (s):")
+        lines += [f"  {key:<22} {value:8.1f}  ({100 * value / total:.0f}%)" for key, value in self.timings.items()]
+        return "\n".join(lines)
+
+
+_COLUMNS = ("source", "target", "src_lang", "tgt_lang", "slots", "source_text", "target_text", "phrase_pairs",
+            "origin", "line")
+
+
+def _schema():
+    import pyarrow as pa
+
+    slot = pa.struct([("slot", pa.int32()), ("source", pa.string()), ("target", pa.string())])
+    return pa.schema([
+        ("source", pa.string()), ("target", pa.string()), ("src_lang", pa.string()), ("tgt_lang", pa.string()),
+        ("slots", pa.list_(slot)), ("source_text", pa.string()), ("target_text", pa.string()),
+        ("phrase_pairs", pa.list_(pa.list_(pa.int32()))), ("origin", pa.string()), ("line", pa.int64()),
+    ])
+
+
+class _ShardWriter:
+    """Writes rows to ``data-NNNNN.parquet`` files of ``shard_size`` rows, each renamed into place when full."""
+
+    def __init__(self, folder: Path, shard_size: int) -> None:
+        self.folder, self.shard_size = folder, shard_size
+        self.rows: list[dict] = []
+        self.files: list[Path] = []
+
+    def add(self, row: dict) -> None:
+        self.rows.append(row)
+        if len(self.rows) >= self.shard_size:
+            self.flush()
+
+    def flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not self.rows:
+            return
+        path = self.folder / f"data-{len(self.files):05d}.parquet"
+        partial = path.with_suffix(".parquet.partial")
+        table = pa.Table.from_pylist(self.rows, schema=_schema())
+        pq.write_table(table, partial)
+        partial.replace(path)
+        self.files.append(path)
+        self.rows = []
+
+
+def _screen(pair: ParallelPair, style: MarkerStyle, max_words: int) -> str | None:
+    if not pair.source.strip() or not pair.target.strip():
+        return "empty"
+    if style.find(pair.source) or style.find(pair.target):
+        return "has_marker"
+    if len(words(pair.source)) > max_words or len(words(pair.target)) > max_words:
+        return "too_long"
+    return None
+
+
+def mark_parallel(
+    pairs: Iterable[ParallelPair],
+    config: MarkingConfig | None = None,
+    *,
+    output_dir: str | Path | None = None,
+    aligner: Any = None,
+    show_progress: bool = False,
+) -> MarkingResult:
+    """Align, extract phrase pairs and mark a parallel corpus; returns a :class:`MarkingResult`.
+
+    ``pairs`` is any iterable of :class:`ParallelPair` (:func:`pairs_from_files`,
+    :func:`pairs_from_dataset`); it is read ``config.align_chunk_size`` pairs at a time, so memory
+    stays bounded by the chunk, whatever the corpus size. Pairs of several language pairs may be
+    mixed: each chunk is aligned per language pair. Rows are written as parquet shards to
+    ``output_dir`` (a temporary folder when ``None``; ``data-*.parquet`` files already there are
+    replaced) and the dataset is read back from them
+    (memory-mapped). Its columns: ``source``, ``target`` (marked), ``src_lang``, ``tgt_lang``,
+    ``slots`` (``slot``, ``source``, ``target`` per marked phrase pair), ``source_text``,
+    ``target_text`` (unmarked), ``phrase_pairs`` (every candidate as character spans, for
+    re-sampling), ``origin`` and ``line`` (provenance). ``aligner`` defaults to
+    :class:`~crop_hf.alignment.EflomalAligner`.
+    """
+    import tempfile
+
+    from datasets import Dataset
+    from tqdm.auto import tqdm
+
+    config = config or MarkingConfig()
+    style = get_marker_style(config.marker_style)
+    if aligner is None:
+        from crop_hf.alignment import EflomalAligner
+
+        aligner = EflomalAligner()
+    folder = Path(output_dir) if output_dir else Path(tempfile.mkdtemp(prefix="crop-hf-marked-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("data-*.parquet"):
+        stale.unlink()
+    writer = _ShardWriter(folder, config.shard_size)
+    rng = random.Random(config.seed)
+    counts: Counter = Counter()
+    timings = {"read": 0.0, "align": 0.0, "extract_and_mark": 0.0, "write": 0.0}
+    started = time.perf_counter()
+    iterator = iter(pairs)
+    progress = tqdm(desc="marking", unit=" pairs", disable=not show_progress)
+    while True:
+        tick = time.perf_counter()
+        chunk = list(islice(iterator, config.align_chunk_size))
+        timings["read"] += time.perf_counter() - tick
+        if not chunk:
+            break
+        kept: dict[tuple[str, str], list[ParallelPair]] = {}
+        for pair in chunk:
+            counts["read"] += 1
+            reason = _screen(pair, style, config.max_words)
+            if reason:
+                counts[f"dropped_{reason}"] += 1
+                continue
+            kept.setdefault((pair.src_lang, pair.tgt_lang), []).append(pair)
+        for group in kept.values():
+            source_words = [words(p.source) for p in group]
+            target_words = [words(p.target) for p in group]
+            tick = time.perf_counter()
+            alignments = aligner.align(
+                [[p.source[s:e] for s, e in spans] for p, spans in zip(group, source_words, strict=True)],
+                [[p.target[s:e] for s, e in spans] for p, spans in zip(group, target_words, strict=True)])
+            timings["align"] += time.perf_counter() - tick
+            tick = time.perf_counter()
+            rows = []
+            for pair, src_spans, tgt_spans, links in zip(group, source_words, target_words, alignments, strict=True):
+                candidates = [
+                    (src_spans[i1][0], src_spans[i2 - 1][1], tgt_spans[j1][0], tgt_spans[j2 - 1][1])
+                    for i1, i2, j1, j2 in consistent_phrase_pairs(links, len(src_spans), len(tgt_spans),
+                                                                  config.max_phrase_length)
+                ]
+                # Entities do not start or end with punctuation ("bushes ." is not a phrase to label).
+                candidates = [c for c in candidates if _word_edges(pair.source[c[0]:c[1]])
+                              and _word_edges(pair.target[c[2]:c[3]])]
+                rows.append(_row(pair, candidates, remark(pair.source, pair.target, candidates, config, rng)))
+                counts["marked_pairs"] += 1
+                counts["slots"] += len(rows[-1]["slots"])
+                if config.both_directions:
+                    reverse = ParallelPair(pair.target, pair.source, pair.tgt_lang, pair.src_lang, pair.origin,
+                                           pair.line)
+                    flipped = [(c[2], c[3], c[0], c[1]) for c in candidates]
+                    rows.append(_row(reverse, flipped, remark(reverse.source, reverse.target, flipped, config, rng)))
+            timings["extract_and_mark"] += time.perf_counter() - tick
+            tick = time.perf_counter()
+            for row in rows:
+                writer.add(row)
+            timings["write"] += time.perf_counter() - tick
+        progress.update(len(chunk))
+    progress.close()
+    tick = time.perf_counter()
+    writer.flush()
+    timings["write"] += time.perf_counter() - tick
+    timings["total"] = time.perf_counter() - started
+    counts["rows"] = counts["marked_pairs"] * (2 if config.both_directions else 1)
+    if writer.files:
+        dataset = Dataset.from_parquet([str(p) for p in writer.files], split="train")
+    else:
+        import pyarrow as pa
+
+        dataset = Dataset(pa.Table.from_pylist([], schema=_schema()))
+    dropped = {k: v for k, v in counts.items() if k.startswith("dropped_")}
+    if dropped:
+        logger.info("mark-parallel dropped %s", dropped)
+    return MarkingResult(dataset, counts, timings)
+
+
+def _row(pair: ParallelPair, candidates: list[PhrasePair], marked: MarkedPair) -> dict[str, Any]:
+    return {
+        "source": marked.source, "target": marked.target, "src_lang": pair.src_lang, "tgt_lang": pair.tgt_lang,
+        "slots": list(marked.slots), "source_text": pair.source, "target_text": pair.target,
+        "phrase_pairs": [list(c) for c in candidates], "origin": pair.origin, "line": pair.line,
+    }

@@ -1,0 +1,122 @@
+"""Marker-constrained decoding: markers come back complete by construction, in every search mode and style."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, LogitsProcessor, pipeline
+
+import crop_hf  # noqa: F401  (registers the pipeline)
+from crop_hf.markers import mark_tokens
+from crop_hf.translation.constraints import MarkerConstraintProcessor, MarkerVocabulary
+
+RECORDS = [
+    {"tokens": ["I", "live", "in", "Gothenburg", "and", "work", "for", "Volvo", "."],
+     "ner_tags": ["O", "O", "O", "B-LOC", "O", "O", "O", "B-ORG", "O"]},
+    {"tokens": ["Angela", "Merkel", "visited", "Paris"], "ner_tags": ["B-PER", "I-PER", "O", "B-LOC"]},
+    {"tokens": ["Where", "is", "the", "station", "?"], "ner_tags": ["O", "O", "O", "O", "O"]},
+    {"tokens": ["Paris"], "ner_tags": ["B-LOC"]},
+]
+
+
+class MarkerHappy(LogitsProcessor):
+    """Makes a random model love markers and ending: free decoding then repeats and drops them."""
+
+    def __init__(self, ids, eos):
+        self.ids, self.eos = ids, eos
+
+    def __call__(self, input_ids, scores):
+        scores = scores.clone()
+        scores[:, self.ids] += 50.0
+        scores[:, self.eos] += 40.0
+        return scores
+
+
+@pytest.fixture(scope="module")
+def translator(tiny_m2m100):
+    return pipeline("labeled-translation", model=str(tiny_m2m100), device=-1)
+
+
+def marker_bias(translator, style="crop"):
+    vocabulary = MarkerVocabulary(translator.tokenizer, style)
+    ids = sorted(vocabulary.signatures)
+    from transformers import LogitsProcessorList
+
+    return LogitsProcessorList([MarkerHappy(ids, translator.model.generation_config.eos_token_id)])
+
+
+@pytest.mark.parametrize("search", [{}, {"num_beams": 3}, {"num_beams": 4, "num_return_sequences": 3}])
+def test_constrained_markers_are_complete_where_free_ones_break(translator, search):
+    kwargs = {"src_lang": "en", "tgt_lang": "de", "max_new_tokens": 24, "batch_size": 4,
+              "generate_kwargs": {"logits_processor": marker_bias(translator)}, **search}
+    free = translator(RECORDS, **kwargs)
+    constrained = translator(RECORDS, constrain_markers=True, **kwargs)
+    assert not all(r["complete"] for r in free)  # the bias breaks free decoding
+    for record, result in zip(RECORDS, constrained, strict=True):
+        assert result["complete"], result
+        entities = sum(tag.startswith("B-") for tag in record["ner_tags"])
+        assert len(result["entities"]) == entities
+        assert all(e["text"].strip() for e in result["entities"])
+
+
+def test_constrained_bracket_style(tiny_m2m100):
+    translator = pipeline("labeled-translation", model=str(tiny_m2m100), device=-1, marker_style="easyproject",
+                          constrain_markers=True)
+    same_label = [{"tokens": ["Paris", "and", "Rome"], "ner_tags": ["B-LOC", "O", "B-LOC"]}, RECORDS[3], RECORDS[2]]
+    results = translator(same_label, src_lang="en", tgt_lang="de", max_new_tokens=24, num_beams=2, batch_size=3,
+                         generate_kwargs={"logits_processor": marker_bias(translator, "easyproject")})
+    assert [r["complete"] for r in results] == [True, True, True], results
+    assert [len(r["entities"]) for r in results] == [2, 1, 0]
+
+
+def test_state_machine_rules_on_hand_written_hypotheses(tiny_m2m100):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_m2m100)
+    vocabulary = MarkerVocabulary(tokenizer, "crop")
+    slot = {i: tokenizer.convert_tokens_to_ids(f"__SLOT{i}__") for i in range(3)}
+    word = tokenizer.convert_tokens_to_ids("▁Paris") if "▁Paris" in tokenizer.get_vocab() else \
+        next(iter(sorted(vocabulary.text_tokens)))
+    eos = tokenizer.eos_token_id
+    processor = MarkerConstraintProcessor(vocabulary, [[0, 2]], eos)
+    scores = torch.zeros(1, len(tokenizer))
+
+    def allowed(prefix):
+        out = processor(torch.tensor([[eos, *prefix]]), scores.clone())[0]
+        return {name: bool(out[token] > -1e9) for name, token in
+                [("s0", slot[0]), ("s1", slot[1]), ("s2", slot[2]), ("eos", eos), ("word", word)]}
+
+    start = allowed([])
+    assert start == {"s0": True, "s1": False, "s2": True, "eos": False, "word": True}
+    opened = allowed([slot[0]])
+    assert not opened["s0"] and not opened["s2"] and opened["word"]  # no empty span, no nesting
+    inside = allowed([slot[0], word])
+    assert inside["s0"] and not inside["s2"] and not inside["eos"]
+    closed = allowed([slot[0], word, slot[0]])
+    assert not closed["s0"] and closed["s2"] and not closed["eos"]  # slot 2 still unused
+    done = allowed([slot[0], word, slot[0], slot[2], word, slot[2]])
+    assert done["eos"] and not done["s0"] and not done["s2"]
+
+
+def test_typed_constraint_needs_single_token_markers(tiny_bart):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bart)
+    with pytest.raises(ValueError, match="single tokens"):
+        MarkerConstraintProcessor(MarkerVocabulary(tokenizer, "crop"), [[0]], tokenizer.eos_token_id)
+
+
+def test_free_decoding_is_unchanged_by_the_option(tiny_m2m100):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_m2m100)
+    model = AutoModelForSeq2SeqLM.from_pretrained(tiny_m2m100)
+    translator = pipeline("labeled-translation", model=model, tokenizer=tokenizer, device=-1)
+    marked = mark_tokens(RECORDS[1]["tokens"], [(0, 2, "PER"), (3, 4, "LOC")])
+    a = translator(marked, src_lang="en", tgt_lang="de", max_new_tokens=12)
+    b = translator(marked, src_lang="en", tgt_lang="de", max_new_tokens=12, constrain_markers=False)
+    assert a == b
+
+
+def test_synthesis_passes_constrain_markers_to_the_translator(tiny_m2m100, tiny_xlmr_ner, tmp_path):
+    from crop_hf.synthesis import SynthesisConfig
+    from crop_hf.synthesis.stages import SynthesisModels
+
+    config = SynthesisConfig(target_langs=["de"], mt_model=str(tiny_m2m100), ner_model=str(tiny_xlmr_ner),
+                             constrain_markers=True, output_dir=str(tmp_path))
+    assert SynthesisModels.load(config, device=-1).translator.constrain_markers is True
+    assert config.result_arguments()["constrain_markers"] is True  # a separate set of shards

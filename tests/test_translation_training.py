@@ -1,0 +1,184 @@
+"""Fine-tuning a translation model to keep markers: learning, marker tokens, resume, LoRA, card, commands."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+
+import pytest
+import torch
+from invented_languages import InventedLanguages
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
+
+import crop_hf  # noqa: F401
+from crop_hf.cli import main as cli
+from crop_hf.translation.evaluation import score_direction
+from crop_hf.translation.parallel import MarkingConfig, ParallelPair, mark_parallel
+from crop_hf.translation.training import (
+    add_marker_tokens,
+    marker_weighted_loss,
+    parse_translation_arguments,
+    train_translation,
+)
+
+
+class DiagonalAligner:
+    def align(self, source, target):
+        return [[(i, i) for i in range(min(len(s), len(t)))] for s, t in zip(source, target, strict=True)]
+
+
+def invented_corpus(n: int, seed: int):
+    """Sentence pairs of two invented languages (word-for-word), marked along a diagonal alignment."""
+    language = InventedLanguages()
+    rng = random.Random(seed)
+    pairs = []
+    for k in range(n):
+        record = language.sentence(rng)
+        pairs.append(ParallelPair(" ".join(record["tokens"]), " ".join(language.target_tokens(record)), "en", "de",
+                                  "invented", k))
+    config = MarkingConfig(max_slots=2, max_phrase_length=1, slot_prob=1.0, seed=seed)
+    return language, mark_parallel(pairs, config, aligner=DiagonalAligner()).dataset
+
+
+def arguments(model, out, *extra):
+    return parse_translation_arguments(["--model_name_or_path", str(model), "--output_dir", str(out),
+                                        "--no_show_progress", "--eval_num_beams", "1", "--eval_max_new_tokens", "20",
+                                        *extra])
+
+
+@pytest.mark.slow
+def test_training_teaches_a_tiny_model_to_keep_markers(tmp_path):
+    """A small learnable subset: 64 marked pairs of an invented language, learned by a tiny model from scratch.
+
+    Generalising to unseen sentences takes minutes (benchmarks/bench_marker_mt.py measures it on
+    Multi30k); here the untrained model keeps no marker and the trained one keeps them all.
+    """
+    from transformers import M2M100Config
+
+    from crop_hf import tiny
+
+    _, train = invented_corpus(64, seed=0)
+    corpus = [text for row in train for text in (row["source"], row["target"])]
+    model = tiny.build_tiny_m2m100(tmp_path / "mt", corpus=corpus, d_model=128)
+    config = M2M100Config.from_pretrained(model)
+    config.encoder_layerdrop = config.decoder_layerdrop = 0.0  # one layer: dropping it would skip the model
+    config.save_pretrained(model)
+    result = train_translation(*arguments(model, tmp_path / "out", "--max_train_steps", "300",
+                                          "--learning_rate", "2e-3", "--warmup_steps", "20", "--label_smoothing", "0",
+                                          "--per_device_train_batch_size", "32", "--marker_loss_weight", "3",
+                                          "--eval_decodings", "free"),
+                               train_dataset=train, eval_dataset=train)
+    scores = result.evaluation.scores
+    before, after = scores[("untrained", "free", "en-de")], scores[("trained", "free", "en-de")]
+    assert before["completeness"] < 0.1 and before["kept"] == 0.0
+    assert after["completeness"] >= 0.9, after
+    assert after["slot_accuracy"] >= 0.8, after
+    assert after["bleu"] > before["bleu"] + 50
+    assert sum(result.step_losses[-10:]) / 10 < sum(result.step_losses[:10]) / 10 / 10
+    results = json.loads((tmp_path / "out" / "all_results.json").read_text())
+    assert results["trained_free_en-de_slot_accuracy"] == after["slot_accuracy"]
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "en-de" in card and "`crop`" in card and "slot_accuracy" in card and "untrained free" in card
+
+
+def test_marker_tokens_added_as_special_tokens_and_loaded_without_warning(tiny_bart, tmp_path, caplog):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bart)
+    model = AutoModelForSeq2SeqLM.from_pretrained(tiny_bart)
+    old = model.get_input_embeddings().weight.detach().clone()
+    added = add_marker_tokens(tokenizer, model, "crop", 16, seed=0)
+    assert len(added) == 16 and tokenizer.tokenize("a __SLOT3__ b").count("__SLOT3__") == 1
+    weight = model.get_input_embeddings().weight.detach()
+    rows = weight[added]
+    assert torch.allclose(rows.mean(0), old.mean(0), atol=3 * old.std(0).max().item() / 4)
+    assert (rows[0] - rows[1]).abs().sum() > 0  # slots start apart from each other
+    assert add_marker_tokens(tokenizer, model, "crop", 16) == []  # idempotent
+
+    _, train = invented_corpus(40, seed=0)
+    train_translation(*arguments(tiny_bart, tmp_path / "out", "--max_train_steps", "2",
+                                 "--evaluate_before_training", "false"), train_dataset=train)
+    with caplog.at_level(logging.WARNING, logger="crop_hf"):
+        translator = pipeline("labeled-translation", model=str(tmp_path / "out"), device=-1)
+    assert not [r for r in caplog.records if "marker" in r.getMessage()], caplog.text
+    result = translator({"tokens": ["Paris", "is", "big"], "ner_tags": ["B-LOC", "O", "O"]}, max_new_tokens=8)
+    assert set(result) >= {"translation", "entities", "complete"}
+
+
+def test_resume_from_a_checkpoint_gives_the_uninterrupted_weights(tiny_m2m100, tmp_path):
+    _, train = invented_corpus(120, seed=0)
+    common = ("--max_train_steps", "6", "--per_device_train_batch_size", "8", "--learning_rate", "1e-3",
+              "--evaluate_before_training", "false", "--checkpointing_steps", "3")
+    full = train_translation(*arguments(tiny_m2m100, tmp_path / "full", *common), train_dataset=train)
+    # the same run killed after step 3 and restarted from its checkpoint
+    resumed = train_translation(*arguments(tiny_m2m100, tmp_path / "cut", *common, "--resume_from_checkpoint",
+                                           str(tmp_path / "full" / "step_3")), train_dataset=train)
+    assert resumed.completed_steps == 6
+    assert resumed.step_losses == pytest.approx(full.step_losses[3:], rel=1e-5)
+    a = AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "full").state_dict()
+    b = AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "cut").state_dict()
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def test_lora_trains_adapters_and_saves_a_plain_model(tiny_m2m100, tmp_path):
+    _, train = invented_corpus(40, seed=0)
+    result = train_translation(*arguments(tiny_m2m100, tmp_path / "lora", "--max_train_steps", "3", "--lora_r", "4",
+                                          "--lora_target_modules", "q_proj", "v_proj",
+                                          "--evaluate_before_training", "false"), train_dataset=train)
+    assert result.completed_steps == 3 and (tmp_path / "lora" / "adapter" / "adapter_config.json").exists()
+    base = AutoModelForSeq2SeqLM.from_pretrained(tiny_m2m100).state_dict()
+    merged = AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "lora").state_dict()
+    assert set(base) == set(merged)  # merged back into the architecture the pipeline loads
+    changed = [k for k in base if not torch.equal(base[k], merged[k])]
+    assert changed and all("q_proj" in k or "v_proj" in k for k in changed), changed
+
+
+def test_marker_loss_weight_weights_marker_positions_only():
+    logits = torch.randn(1, 3, 5)
+    labels = torch.tensor([[1, 4, -100]])
+    markers = torch.tensor([4])
+    plain = marker_weighted_loss(logits, labels, markers)
+    weighted = marker_weighted_loss(logits, labels, markers, marker_weight=3.0)
+    per_token = torch.nn.functional.cross_entropy(logits[0, :2], labels[0, :2], reduction="none")
+    assert plain == pytest.approx(per_token.mean().item(), rel=1e-5)
+    assert weighted == pytest.approx(((per_token[0] + 3 * per_token[1]) / 2).item(), rel=1e-5)
+
+
+def test_scores_separate_complete_markers_from_right_slots():
+    row = {"source": "a __SLOT0__ b __SLOT0__ c __SLOT1__ d __SLOT1__", "target": "A __SLOT0__ B __SLOT0__ C __SLOT1__ D __SLOT1__",
+           "src_lang": "en", "tgt_lang": "de"}
+    perfect = score_direction([row], [row["target"]])
+    assert perfect["completeness"] == perfect["slot_accuracy"] == perfect["kept"] == 1.0
+    swapped = score_direction([row], ["A __SLOT1__ B __SLOT1__ C __SLOT0__ D __SLOT0__"])
+    assert swapped["completeness"] == 1.0 and swapped["slot_accuracy"] == 0.0 and swapped["kept"] == 0.0
+    assert swapped["bleu"] == pytest.approx(perfect["bleu"])  # same words once markers are removed
+    broken = score_direction([row], ["A __SLOT0__ B C __SLOT1__ D __SLOT1__"])
+    assert broken["completeness"] == 0.0 and broken["slot_accuracy"] == 0.5
+
+
+def test_commands_mark_train_and_evaluate(tiny_m2m100, tmp_path, capsys):
+    language = InventedLanguages()
+    rng = random.Random(0)
+    records = [language.sentence(rng) for _ in range(30)]
+    (tmp_path / "s.txt").write_text("\n".join(" ".join(r["tokens"]) for r in records) + "\n\n")
+    (tmp_path / "t.txt").write_text("\n".join(" ".join(language.target_tokens(r)) for r in records) + "\n\n")
+    pytest.importorskip("eflomal")
+    assert cli(["mark-parallel", "--source_files", str(tmp_path / "s.txt"), "--target_files", str(tmp_path / "t.txt"),
+                "--language_pairs", "en-de", "--output_dir", str(tmp_path / "marked"), "--no_show_progress"]) == 0
+    statistics = json.loads((tmp_path / "marked" / "statistics.json").read_text())
+    assert statistics["counts"]["dropped_empty"] == 1 and statistics["counts"]["marked_pairs"] == 30
+    assert "align" in capsys.readouterr().out
+    assert cli(["train-translation", "--model_name_or_path", str(tiny_m2m100), "--train_file", str(tmp_path / "marked"),
+                "--validation_file", str(tmp_path / "marked"), "--max_eval_samples", "4", "--max_train_steps", "2",
+                "--output_dir", str(tmp_path / "model"), "--eval_num_beams", "1", "--eval_max_new_tokens", "8",
+                "--no_show_progress"]) == 0
+    assert "untrained free" in capsys.readouterr().out
+    assert cli(["evaluate-translation", "--model", str(tmp_path / "model"), "--baseline", str(tiny_m2m100),
+                "--data", str(tmp_path / "marked"), "--max_samples", "4", "--num_beams", "1", "--max_new_tokens", "8",
+                "--output", str(tmp_path / "scores.json")]) == 0
+    table = capsys.readouterr().out
+    assert "baseline free" in table and "model constrained" in table and "slot_accuracy" in table
+    assert len(json.loads((tmp_path / "scores.json").read_text())) == 4
+    (tmp_path / "short.txt").write_text("one line\n")
+    with pytest.raises(SystemExit, match=r"s\.txt has 31 lines but .*short\.txt has 1"):
+        cli(["mark-parallel", "--source_files", str(tmp_path / "s.txt"), "--target_files", str(tmp_path / "short.txt"),
+             "--language_pairs", "en-de", "--output_dir", str(tmp_path / "bad")])
