@@ -290,7 +290,7 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
 
     from crop_hf.data.sources import WeightedMixSampler
     from crop_hf.metrics.parsing import format_parse_table
-    from crop_hf.optim import STATE_FILE, find_checkpoint
+    from crop_hf.optim import apply_gradients, resume_position, save_checkpoint
     from crop_hf.parsing.fewshot import few_shot_indices
     from crop_hf.parsing.predict import collate
 
@@ -345,25 +345,12 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
                               num_training_steps=max_steps * accelerator.num_processes)
     model, optimizer, train_loader, scheduler = accelerator.prepare(model, optimizer, train_loader, scheduler)
 
-    completed_steps, start_epoch, skip_batches = 0, 0, 0
-    if training_args.resume_from_checkpoint:
-        checkpoint = find_checkpoint(output_dir, training_args.resume_from_checkpoint)
-        accelerator.load_state(str(checkpoint))
-        state = json.loads((checkpoint / STATE_FILE).read_text())
-        completed_steps, start_epoch, skip_batches = state["completed_steps"], state["epoch"], state["batches_in_epoch"]
-        if skip_batches >= len(train_loader):
-            start_epoch, skip_batches = start_epoch + 1, 0
-        logger.info("resuming from %s at step %d", checkpoint, completed_steps)
+    completed_steps, start_epoch, skip_batches = resume_position(
+        accelerator, output_dir, training_args.resume_from_checkpoint, len(train_loader))
 
-    def save_checkpoint(name: str, epoch: int, batches_in_epoch: int) -> None:
-        path = output_dir / name
-        accelerator.save_state(str(path))
-        if accelerator.is_main_process:
-            state = {"completed_steps": completed_steps, "epoch": epoch, "batches_in_epoch": batches_in_epoch}
-            tmp = path / (STATE_FILE + ".tmp")
-            tmp.write_text(json.dumps(state) + "\n")
-            tmp.replace(path / STATE_FILE)  # the state file appears last: its presence marks a whole checkpoint
-        accelerator.wait_for_everyone()
+    def checkpoint(name: str, epoch: int, batches_in_epoch: int) -> None:
+        save_checkpoint(accelerator, output_dir / name, completed_steps=completed_steps, epoch=epoch,
+                        batches_in_epoch=batches_in_epoch)
 
     logger.info("training the parser: %d utterances per epoch, %d steps, %d intents, %d slot tags",
                 len(sampler), max_steps, len(accelerator.unwrap_model(model).config.intent_labels),
@@ -383,12 +370,7 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
         for batch_index, batch in enumerate(loader, start=first):
             with accelerator.accumulate(model):
                 loss = model(**batch).loss
-                accelerator.backward(loss)
-                if accelerator.sync_gradients and training_args.max_grad_norm:
-                    accelerator.clip_grad_norm_(model.parameters(), training_args.max_grad_norm)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad()
+                apply_gradients(accelerator, model, loss, optimizer, scheduler, training_args.max_grad_norm)
             pending.append(loss.detach().float())
             if not accelerator.sync_gradients:
                 continue
@@ -398,11 +380,11 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
             progress.update(1)
             progress.set_postfix(loss=f"{step_losses[-1]:.4f}")
             if isinstance(checkpoint_every, int) and completed_steps % checkpoint_every == 0:
-                save_checkpoint(f"step_{completed_steps}", epoch, batch_index + 1)
+                checkpoint(f"step_{completed_steps}", epoch, batch_index + 1)
             if completed_steps >= max_steps:
                 break
         if checkpoint_every == "epoch":
-            save_checkpoint(f"epoch_{epoch}", epoch, len(train_loader))
+            checkpoint(f"epoch_{epoch}", epoch, len(train_loader))
     progress.close()
     accelerator.wait_for_everyone()
     model = accelerator.unwrap_model(model)

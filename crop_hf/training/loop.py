@@ -8,7 +8,6 @@ write ``all_results.json`` and a model card, and push to the Hub. It runs in one
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -20,7 +19,7 @@ from typing import Any
 from crop_hf.data.features import encode_tags
 from crop_hf.data.sources import WeightedMixSampler, load_source
 from crop_hf.labels import LabelConflictError, LabelSet, parse_label_map, reconcile_labels
-from crop_hf.optim import STATE_FILE, adamw, find_checkpoint
+from crop_hf.optim import adamw, apply_gradients, resume_position, save_checkpoint
 from crop_hf.training.arguments import DataArguments, ModelArguments, NerTrainingArguments, arguments_to_dict
 
 logger = logging.getLogger(__name__)
@@ -201,24 +200,12 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
         logger.warning("expected %d batches per epoch, the prepared loader has %d", batches_per_epoch, len(train_loader))
         batches_per_epoch = len(train_loader)
 
-    completed_steps, start_epoch, skip_batches = 0, 0, 0
-    if training_args.resume_from_checkpoint:
-        checkpoint = find_checkpoint(output_dir, training_args.resume_from_checkpoint)
-        accelerator.load_state(str(checkpoint))
-        state = json.loads((checkpoint / STATE_FILE).read_text())
-        completed_steps, start_epoch, skip_batches = state["completed_steps"], state["epoch"], state["batches_in_epoch"]
-        if skip_batches >= batches_per_epoch:
-            start_epoch, skip_batches = start_epoch + 1, 0
-        logger.info("resuming from %s at step %d (epoch %d, batch %d)", checkpoint, completed_steps, start_epoch,
-                    skip_batches)
+    completed_steps, start_epoch, skip_batches = resume_position(
+        accelerator, output_dir, training_args.resume_from_checkpoint, batches_per_epoch)
 
-    def save_checkpoint(name: str, epoch: int, batches_in_epoch: int) -> None:
-        path = output_dir / name
-        accelerator.save_state(str(path))
-        if accelerator.is_main_process:
-            state = {"completed_steps": completed_steps, "epoch": epoch, "batches_in_epoch": batches_in_epoch}
-            (path / STATE_FILE).write_text(json.dumps(state) + "\n")
-        accelerator.wait_for_everyone()
+    def checkpoint(name: str, epoch: int, batches_in_epoch: int) -> None:
+        save_checkpoint(accelerator, output_dir / name, completed_steps=completed_steps, epoch=epoch,
+                        batches_in_epoch=batches_in_epoch)
 
     logger.info("training: %d sentences per epoch, %d epochs, %d optimizer steps, %d process(es)",
                 len(sampler), num_epochs, max_steps, accelerator.num_processes)
@@ -238,12 +225,7 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
             with accelerator.accumulate(model):
                 loss = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                              labels=batch["labels"]).loss
-                accelerator.backward(loss)
-                if accelerator.sync_gradients and training_args.max_grad_norm:
-                    accelerator.clip_grad_norm_(model.parameters(), training_args.max_grad_norm)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad()
+                apply_gradients(accelerator, model, loss, optimizer, scheduler, training_args.max_grad_norm)
             pending.append(loss.detach().float())
             if not accelerator.sync_gradients:
                 continue
@@ -253,11 +235,11 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
             progress.update(1)
             progress.set_postfix(loss=f"{step_losses[-1]:.4f}")
             if isinstance(checkpoint_every, int) and completed_steps % checkpoint_every == 0:
-                save_checkpoint(f"step_{completed_steps}", epoch, batch_index + 1)
+                checkpoint(f"step_{completed_steps}", epoch, batch_index + 1)
             if completed_steps >= max_steps:
                 break
         if checkpoint_every == "epoch":
-            save_checkpoint(f"epoch_{epoch}", epoch, batches_per_epoch)
+            checkpoint(f"epoch_{epoch}", epoch, batches_per_epoch)
     progress.close()
 
     accelerator.wait_for_everyone()

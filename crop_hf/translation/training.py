@@ -334,7 +334,7 @@ def train_translation(
     from tqdm.auto import tqdm
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, get_scheduler
 
-    from crop_hf.optim import STATE_FILE, adamw, find_checkpoint
+    from crop_hf.optim import adamw, apply_gradients, resume_position, save_checkpoint
     from crop_hf.translation.constraints import MarkerVocabulary
     from crop_hf.translation.evaluation import (
         TranslationEvaluation,
@@ -430,24 +430,12 @@ def train_translation(
                               num_training_steps=max_steps * accelerator.num_processes)
     model, optimizer, train_loader, scheduler = accelerator.prepare(model, optimizer, train_loader, scheduler)
 
-    completed_steps, start_epoch, skip_batches = 0, 0, 0
-    if training_args.resume_from_checkpoint:
-        checkpoint = find_checkpoint(output_dir, training_args.resume_from_checkpoint)
-        accelerator.load_state(str(checkpoint))
-        state = json.loads((checkpoint / STATE_FILE).read_text())
-        completed_steps, start_epoch, skip_batches = state["completed_steps"], state["epoch"], state["batches_in_epoch"]
-        if skip_batches >= batches_per_epoch:
-            start_epoch, skip_batches = start_epoch + 1, 0
-        logger.info("resuming from %s at step %d (epoch %d, batch %d)", checkpoint, completed_steps, start_epoch,
-                    skip_batches)
+    completed_steps, start_epoch, skip_batches = resume_position(
+        accelerator, output_dir, training_args.resume_from_checkpoint, batches_per_epoch)
 
-    def save_checkpoint(name: str, epoch: int, batches_in_epoch: int) -> None:
-        path = output_dir / name
-        accelerator.save_state(str(path))
-        if accelerator.is_main_process:
-            state = {"completed_steps": completed_steps, "epoch": epoch, "batches_in_epoch": batches_in_epoch}
-            (path / STATE_FILE).write_text(json.dumps(state) + "\n")
-        accelerator.wait_for_everyone()
+    def checkpoint(name: str, epoch: int, batches_in_epoch: int) -> None:
+        save_checkpoint(accelerator, output_dir / name, completed_steps=completed_steps, epoch=epoch,
+                        batches_in_epoch=batches_in_epoch)
 
     device_marker_ids = marker_ids.to(accelerator.device)
     progress = tqdm(total=max_steps, initial=completed_steps, desc="training",
@@ -476,12 +464,7 @@ def train_translation(
                 loss = marker_weighted_loss(logits, batch["labels"], device_marker_ids,
                                             label_smoothing=training_args.label_smoothing,
                                             marker_weight=training_args.marker_loss_weight)
-                accelerator.backward(loss)
-                if accelerator.sync_gradients and training_args.max_grad_norm:
-                    accelerator.clip_grad_norm_(model.parameters(), training_args.max_grad_norm)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad()
+                apply_gradients(accelerator, model, loss, optimizer, scheduler, training_args.max_grad_norm)
             target_tokens += int((batch["labels"] != -100).sum())
             pending.append(loss.detach().float())
             if not accelerator.sync_gradients:
@@ -492,7 +475,7 @@ def train_translation(
             progress.update(1)
             progress.set_postfix(loss=f"{step_losses[-1]:.4f}")
             if isinstance(checkpoint_every, int) and completed_steps % checkpoint_every == 0:
-                save_checkpoint(f"step_{completed_steps}", epoch, batch_index + 1)
+                checkpoint(f"step_{completed_steps}", epoch, batch_index + 1)
             elapsed = train_seconds + time.perf_counter() - tick
             out_of_time = training_args.max_train_minutes is not None and elapsed >= 60 * training_args.max_train_minutes
             periodic = bool(training_args.eval_steps and completed_steps % training_args.eval_steps == 0)
@@ -513,7 +496,7 @@ def train_translation(
             if completed_steps >= max_steps or out_of_time:
                 break
         if checkpoint_every == "epoch":
-            save_checkpoint(f"epoch_{epoch}", epoch, batches_per_epoch)
+            checkpoint(f"epoch_{epoch}", epoch, batches_per_epoch)
     progress.close()
     train_seconds += time.perf_counter() - tick
 
