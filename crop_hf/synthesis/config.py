@@ -39,6 +39,16 @@ class SynthesisConfig:
     alignment_model: str | None = field(
         default=None, metadata={"help": "Encoder for projection='alignment' (e.g. bert-base-multilingual-cased)."}
     )
+    backend: Literal["transformers", "ctranslate2"] = field(
+        default="transformers",
+        metadata={"help": "Translation engine: transformers (generate) or ctranslate2 (converted once, cached; "
+                  "pip install 'crop-hf[fast]')."},
+    )
+    compute_type: str | None = field(
+        default=None,
+        metadata={"help": "CTranslate2 compute type: float32 (default on CPU) or int8; float16 (default on GPU) "
+                  "or int8_float16."},
+    )
     batch_size: int = field(default=16, metadata={"help": "Sentences per translation/tagging batch."})
     num_beams: int = field(default=5, metadata={"help": "Beam size of both translations."})
     num_return_sequences: int = field(
@@ -65,6 +75,8 @@ class SynthesisConfig:
         for name in ("batch_size", "num_beams", "num_return_sequences", "max_words", "shard_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.compute_type is not None and self.backend != "ctranslate2":
+            raise ValueError("compute_type applies to backend='ctranslate2' only")
         if self.num_return_sequences > self.num_beams:
             raise ValueError("num_return_sequences cannot exceed num_beams")
 
@@ -79,6 +91,6 @@ class SynthesisConfig:
 #: source language), device and show_progress.
 RESULT_FIELDS: tuple[str, ...] = (
     "input", "source_lang", "mt_model", "mt_revision", "ner_model", "ner_revision", "projection",
-    "alignment_model", "batch_size", "num_beams", "num_return_sequences", "max_new_tokens", "max_words",
+    "alignment_model", "backend", "compute_type", "batch_size", "num_beams", "num_return_sequences", "max_new_tokens", "max_words",
     "max_sentences", "shard_size", "language_filter", "seed",
 )

@@ -52,7 +52,8 @@ class SynthesisModels:
         from transformers import pipeline  # crop_hf is imported, so labeled-translation is registered
 
         translator = pipeline("labeled-translation", model=config.mt_model, revision=config.mt_revision,
-                              device=device, batch_size=config.batch_size)
+                              device=device, batch_size=config.batch_size, backend=config.backend,
+                              compute_type=config.compute_type)
         tagger = pipeline("token-classification", model=config.ner_model, revision=config.ner_revision,
                           aggregation_strategy="first", device=device)
         aligner = None

@@ -25,6 +25,7 @@ from transformers import GenerationConfig, Pipeline
 from crop_hf import _registration
 from crop_hf.labels import tags_to_spans
 from crop_hf.markers import Extraction, MarkedSentence, MarkerStyle, get_marker_style
+from crop_hf.translation.backends import make_backend
 from crop_hf.translation.languages import LanguageSetup, resolve_languages
 
 __all__ = ["LabeledSequenceTranslationPipeline"]
@@ -49,7 +50,10 @@ class LabeledSequenceTranslationPipeline(Pipeline):
     family, see :mod:`crop_hf.translation.languages`), ``num_beams``, ``num_return_sequences``
     (hypotheses tried per sentence), ``max_new_tokens``, ``batch_size`` (sentences of similar length
     are batched together; results come back in input order), ``label_names``, ``tag_scheme``.
-    Construction only: ``marker_style`` (``"crop"`` or ``"easyproject"``), ``max_slots``.
+    Construction only: ``marker_style`` (``"crop"`` or ``"easyproject"``), ``max_slots``, and the
+    generation engine (:mod:`crop_hf.translation.backends`): ``backend`` (``"transformers"``, the
+    default, or ``"ctranslate2"``), ``compute_type``, ``converted_model`` (an already converted
+    CTranslate2 folder) and ``backend_options`` (e.g. ``{"intra_threads": 2, "cache_dir": ...}``).
 
     Output per sentence: ``translation`` (markers removed), ``marked_translation``, ``entities``
     (``text``, ``label``, ``start``, ``end`` into ``translation``, ``slot``), ``complete``,
@@ -64,11 +68,24 @@ class LabeledSequenceTranslationPipeline(Pipeline):
     _pipeline_calls_generate = True
     _default_generation_config = GenerationConfig(max_new_tokens=256)
 
-    def __init__(self, *args, marker_style: str | MarkerStyle | None = None, max_slots: int = 16, **kwargs):
+    def __init__(
+        self,
+        *args,
+        marker_style: str | MarkerStyle | None = None,
+        max_slots: int = 16,
+        backend: str = "transformers",
+        compute_type: str | None = None,
+        converted_model: str | None = None,
+        backend_options: dict | None = None,
+        **kwargs,
+    ):
         self.marker_style = get_marker_style(marker_style)
         super().__init__(*args, **kwargs)
         self._marker_ids = self._ensure_marker_tokens(max_slots)
         self._default_languages: LanguageSetup | None = None
+        # After the markers are added: a CTranslate2 conversion must contain them.
+        self.backend = make_backend(backend, self.model, self.tokenizer, compute_type=compute_type,
+                                    converted_model=converted_model, **(backend_options or {}))
 
     # --- set-up ---------------------------------------------------------------------------
 
@@ -225,7 +242,7 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         if not settings.get("do_sample") and returns > (settings.get("num_beams") or 1):
             generate_kwargs["num_beams"] = returns  # beam search returns at most num_beams hypotheses
         generate_kwargs = self._prepare_generate_kwargs(generate_kwargs, **languages.generate_kwargs())
-        output_ids = self.model.generate(**model_inputs, **generate_kwargs)
+        output_ids = self.backend.generate(model_inputs, generate_kwargs)
         batch = model_inputs["input_ids"].shape[0]
         output_ids = output_ids.reshape(batch, output_ids.shape[0] // batch, *output_ids.shape[1:])
 
@@ -235,7 +252,7 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         if wanted:
             encoded = self.tokenizer([languages.prefix + e.text for _, e in wanted], return_tensors="pt", padding=True)
             single = {k: v for k, v in generate_kwargs.items() if k != "num_return_sequences"}
-            ids = self.model.generate(**encoded.to(self.model.device), **single)
+            ids = self.backend.generate(dict(encoded.to(self.device)), single)
             for (i, entity), text in zip(wanted, self._decode(ids), strict=True):
                 entity_translations[i][entity.slot] = text
         return {"output_ids": output_ids, "marked": marked, "entity_translations": entity_translations}
