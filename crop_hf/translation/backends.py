@@ -76,9 +76,10 @@ COMPUTE_TYPES: dict[str, tuple[str, ...]] = {
     "cuda": ("float16", "int8_float16", "float32", "int8", "bfloat16", "int8_bfloat16"),
 }
 
-#: Default CTranslate2 settings on CPU, measured with benchmarks/bench_backends.py (see its docstring):
-#: one translator with all threads on one batch (inter_threads=1), batches of sentences.
-CPU_DEFAULTS: dict[str, Any] = {"inter_threads": 1, "batch_type": "examples"}
+#: Default CTranslate2 settings, chosen with benchmarks/bench_backends.py: all threads on one batch
+#: (inter_threads=1; the pipeline already hands over length-sorted batches, so CTranslate2's own
+#: batching options have nothing to do), intra_threads = torch's thread count.
+CPU_DEFAULTS: dict[str, Any] = {"inter_threads": 1}
 
 # generate() options that mean nothing to CTranslate2 because the converted model already carries
 # them (special ids) or they only steer transformers' implementation.
