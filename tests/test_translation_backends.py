@@ -139,6 +139,8 @@ def test_conversion_is_cached_per_content_and_compute_type(tiny_m2m100, cache, m
 
     quantized = _translator(tiny_m2m100, backend="ctranslate2", compute_type="int8")
     assert quantized.backend.path != first.backend.path
+    # float32 on CPU translates in sub-batches of at most 8 rows (benchmarks/bench_backends.py); int8 does not.
+    assert (first.backend._split_rows, quantized.backend._split_rows) == (8, 0)
     changed = _translator(tiny_m2m100, backend="ctranslate2", backend_options={"release_model": False})
     with torch.no_grad():
         changed.model.get_input_embeddings().weight[5, 0] += 1.0

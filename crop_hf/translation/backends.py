@@ -77,9 +77,11 @@ COMPUTE_TYPES: dict[str, tuple[str, ...]] = {
 }
 
 #: Default CTranslate2 settings, chosen with benchmarks/bench_backends.py: all threads on one batch
-#: (inter_threads=1; the pipeline already hands over length-sorted batches, so CTranslate2's own
-#: batching options have nothing to do), intra_threads = torch's thread count.
-CPU_DEFAULTS: dict[str, Any] = {"inter_threads": 1}
+#: (inter_threads=1), intra_threads = torch's thread count, and on CPU in float32 sub-batches of at
+#: most ``float32_rows`` decoding rows (sentences × beams): there CTranslate2's float32 GEMM (oneDNN,
+#: unpacked, on AMD CPUs) got slower per sentence beyond about 8 rows while ``generate`` got faster,
+#: which made CTranslate2 float32 slower than ``generate`` at batch 32; int8 gains from big batches.
+CPU_DEFAULTS: dict[str, Any] = {"inter_threads": 1, "float32_rows": 8}
 
 # generate() options that mean nothing to CTranslate2 because the converted model already carries
 # them (special ids) or they only steer transformers' implementation.
@@ -286,6 +288,8 @@ class CTranslate2Backend:
         intra_threads: threads per translation (0: CTranslate2's default of up to 4); default the
             number torch uses, so both engines get the same cores.
         inter_threads: batches translated in parallel (default 1).
+        max_batch_size: split each batch into sub-batches of this many sentences (0: never); default
+            on CPU in float32: ``8 // num_beams`` sentences (see :data:`CPU_DEFAULTS`), else 0.
         release_model: move the Hugging Face weights to the meta device after conversion (they
             are not used any more and a 418M model holds 1.7 GB); ``model.config`` and
             ``model.generation_config`` stay usable.
@@ -303,6 +307,7 @@ class CTranslate2Backend:
         cache_dir: str | Path | None = None,
         intra_threads: int | None = None,
         inter_threads: int = CPU_DEFAULTS["inter_threads"],
+        max_batch_size: int | None = None,
         release_model: bool = True,
     ) -> None:
         ctranslate2 = _import_ctranslate2()
@@ -335,6 +340,8 @@ class CTranslate2Backend:
             intra_threads=torch.get_num_threads() if intra_threads is None else intra_threads,
             inter_threads=inter_threads,
         )
+        self.max_batch_size = max_batch_size
+        self._split_rows = CPU_DEFAULTS["float32_rows"] if (ct2_device, self.compute_type) == ("cpu", "float32") else 0
         self.generation_config = model.generation_config
         self.decoder_start_token_id = model.config.decoder_start_token_id
         self.pad_token_id = model.config.pad_token_id if model.config.pad_token_id is not None else tokenizer.pad_token_id
@@ -409,6 +416,10 @@ class CTranslate2Backend:
         source = [[vocabulary[i] for i, keep in zip(row, keep_row, strict=True) if keep]
                   for row, keep_row in zip(input_ids, mask, strict=True)]
         prefix = None if forced is None else [[vocabulary[int(forced)]]] * len(source)
+        if self.max_batch_size is not None:
+            options["max_batch_size"] = self.max_batch_size
+        elif self._split_rows:
+            options["max_batch_size"] = max(1, self._split_rows // options["beam_size"])
         results = self.translator.translate_batch(source, target_prefix=prefix, **options)
         rows = [[self.decoder_start_token_id, *(self.index[token] for token in hypothesis)]
                 for result in results for hypothesis in result.hypotheses]
