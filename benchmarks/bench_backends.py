@@ -60,6 +60,8 @@ M2M100_418M = {
 #: Token ids as in facebook/m2m100_418M: ``__en__`` and ``__de__``.
 EN, DE = 128022, 128021
 ENGINES = ("hf", "ct2-float32", "ct2-int8")
+#: Extra engines for finding defaults: CTranslate2 float32 handed whole batches (no sub-batches).
+VARIANTS = ("ct2-float32-unsplit",)
 
 
 class IdTokenizer:
@@ -112,10 +114,11 @@ def load_engine(name: str, workdir: Path, threads: int, ct2_threads: int | None)
 
     if name == "hf":
         return TransformersBackend(build_model())
-    compute_type = name.split("-", 1)[1]
+    compute_type = name.split("-")[1]
     return CTranslate2Backend(build_model(meta=True), IdTokenizer(M2M100_418M["vocab_size"]), compute_type=compute_type,
                               device="cpu", converted_model=workdir / f"ct2-{compute_type}",
-                              intra_threads=ct2_threads if ct2_threads is not None else threads)
+                              intra_threads=ct2_threads if ct2_threads is not None else threads,
+                              max_batch_size=0 if name.endswith("-unsplit") else None)
 
 
 def inputs(count: int, length: int, seed: int = 0):
@@ -267,7 +270,7 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=16)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[8, 32])
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 4])
-    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
+    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES + VARIANTS)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--ct2-threads", type=int, default=None, help="CTranslate2 intra_threads (default: --threads)")
     parser.add_argument("--packed-gemm", action="store_true", help="set CT2_USE_EXPERIMENTAL_PACKED_GEMM=1")

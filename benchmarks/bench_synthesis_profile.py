@@ -11,12 +11,14 @@ running to ``--max-new-tokens`` (random weights never stop earlier).
 
 Stages: ``translate`` (to the source language), ``tag``, ``back-translate`` (with markers),
 ``project``, ``filter`` (language identification with langid, timed inside the translation stages
-and subtracted from them) and ``write`` (shard files, the merged dataset and its card). Random
+and subtracted from them), ``write`` (shard files, the merged dataset and its card) and ``other``
+(reading the input, loading langid's model, the run's set-up). Runs are one after the other, so on
+a shared machine their totals are only comparable when the machine's load stayed the same. Random
 output is no language, so the language filter runs and is timed but its verdict is ignored; and a
 random translator never keeps its markers, so no record reaches projection: the printout adds
 what projecting every sentence would cost, measured on the same sentences with two entities each.
 
-    nice -n 10 python benchmarks/bench_synthesis_profile.py          # 16 sentences: a few minutes
+    nice -n 10 python benchmarks/bench_synthesis_profile.py          # 8 sentences, 3 runs: minutes
     python benchmarks/bench_synthesis_profile.py --sentences 64 --backends transformers ctranslate2:int8
 """
 
@@ -197,7 +199,7 @@ def projection_cost(sentences: list[str]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sentences", type=int, default=16)
+    parser.add_argument("--sentences", type=int, default=8)
     parser.add_argument("--words", type=int, default=12, help="words per input sentence")
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--num-beams", type=int, default=2, help="beams and hypotheses tried (back-translation)")
