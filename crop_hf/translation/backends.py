@@ -81,6 +81,9 @@ COMPUTE_TYPES: dict[str, tuple[str, ...]] = {
 #: most ``float32_rows`` decoding rows (sentences × beams): there CTranslate2's float32 GEMM (oneDNN,
 #: unpacked, on AMD CPUs) got slower per sentence beyond about 8 rows while ``generate`` got faster,
 #: which made CTranslate2 float32 slower than ``generate`` at batch 32; int8 gains from big batches.
+#: Even so, on a shared 2-core AMD EPYC float32 stayed at 0.7-0.9x of ``generate`` at batch 32
+#: (1.3-2x at batch 8); CT2_USE_MKL=1 (MKL instead of oneDNN) made int8 about 25x slower, so it is
+#: not set. Use int8 on CPU for speed (3-9x).
 CPU_DEFAULTS: dict[str, Any] = {"inter_threads": 1, "float32_rows": 8}
 
 # generate() options that mean nothing to CTranslate2 because the converted model already carries
