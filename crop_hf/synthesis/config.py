@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 __all__ = ["RESULT_FIELDS", "SynthesisConfig"]
 
@@ -40,6 +40,16 @@ class SynthesisConfig:
     )
     alignment_model: str | None = field(
         default=None, metadata={"help": "Encoder for method='alignment' (e.g. bert-base-multilingual-cased)."}
+    )
+    backend: Literal["transformers", "ctranslate2"] = field(
+        default="transformers",
+        metadata={"help": "Translation engine: transformers (generate) or ctranslate2 (converted once, cached; "
+                  "pip install 'crop-hf[fast]')."},
+    )
+    compute_type: str | None = field(
+        default=None,
+        metadata={"help": "CTranslate2 compute type: float32 (default on CPU) or int8; float16 (default on GPU) "
+                  "or int8_float16."},
     )
     batch_size: int = field(default=16, metadata={"help": "Sentences per translation/tagging batch."})
     num_beams: int = field(default=5, metadata={"help": "Beam size of both translations."})
@@ -85,6 +95,8 @@ class SynthesisConfig:
             from crop_hf.errors import check_device
 
             check_device(self.device)
+        if self.compute_type is not None and self.backend != "ctranslate2":
+            raise ValueError("compute_type applies to backend='ctranslate2' only")
         if self.num_return_sequences > self.num_beams:
             raise ValueError("num_return_sequences cannot exceed num_beams")
         if self.report:  # fail now, not after hours of synthesis
@@ -105,7 +117,7 @@ class SynthesisConfig:
 #: source language), device, show_progress and report.
 RESULT_FIELDS: tuple[str, ...] = (
     "input", "source_lang", "mt_model", "mt_revision", "ner_model", "ner_revision", "method",
-    "alignment_model", "batch_size", "num_beams", "num_return_sequences", "max_new_tokens", "constrain_markers",
-    "max_words",
+    "alignment_model", "backend", "compute_type", "batch_size", "num_beams", "num_return_sequences",
+    "max_new_tokens", "constrain_markers", "max_words",
     "max_sentences", "shard_size", "language_filter", "seed",
 )

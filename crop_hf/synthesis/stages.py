@@ -58,8 +58,8 @@ class SynthesisModels:
 
         with reaching(config.mt_model, "translation model (mt_model)"):
             translator = pipeline("labeled-translation", model=config.mt_model, revision=config.mt_revision,
-                                  device=device, batch_size=config.batch_size,
-                                  constrain_markers=config.constrain_markers)
+                                  device=device, batch_size=config.batch_size, backend=config.backend,
+                                  compute_type=config.compute_type, constrain_markers=config.constrain_markers)
         with reaching(config.ner_model, "NER model (ner_model)"):
             tagger = pipeline("token-classification", model=config.ner_model, revision=config.ner_revision,
                               aggregation_strategy="first", device=device)

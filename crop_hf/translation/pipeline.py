@@ -25,6 +25,7 @@ from transformers import GenerationConfig, Pipeline
 from crop_hf import _registration
 from crop_hf.labels import tags_to_spans
 from crop_hf.markers import Extraction, MarkedSentence, MarkerStyle, get_marker_style
+from crop_hf.translation.backends import make_backend
 from crop_hf.translation.languages import LanguageSetup, resolve_languages
 
 __all__ = ["LabeledSequenceTranslationPipeline"]
@@ -51,7 +52,10 @@ class LabeledSequenceTranslationPipeline(Pipeline):
     are batched together; results come back in input order), ``label_names``, ``scheme``.
     ``constrain_markers`` (construction or per call) lets a hypothesis emit only well-formed markers
     of its source (:mod:`crop_hf.translation.constraints`). Construction only: ``marker_style``
-    (``"crop"`` or ``"easyproject"``), ``max_slots``.
+    (``"crop"`` or ``"easyproject"``), ``max_slots``, and the generation engine
+    (:mod:`crop_hf.translation.backends`): ``backend`` (``"transformers"``, the default, or
+    ``"ctranslate2"``), ``compute_type``, ``converted_model`` (an already converted CTranslate2
+    folder) and ``backend_options`` (e.g. ``{"intra_threads": 2, "cache_dir": ...}``).
 
     Output per sentence: ``translation`` (markers removed), ``marked_translation``, ``entities``
     (``text``, ``label``, ``start``, ``end`` into ``translation``, ``slot``), ``complete``,
@@ -66,14 +70,27 @@ class LabeledSequenceTranslationPipeline(Pipeline):
     _pipeline_calls_generate = True
     _default_generation_config = GenerationConfig(max_new_tokens=256)
 
-    def __init__(self, *args, marker_style: str | MarkerStyle | None = None, max_slots: int = 16,
-                 constrain_markers: bool = False, **kwargs):
+    def __init__(
+        self,
+        *args,
+        marker_style: str | MarkerStyle | None = None,
+        max_slots: int = 16,
+        constrain_markers: bool = False,
+        backend: str = "transformers",
+        compute_type: str | None = None,
+        converted_model: str | None = None,
+        backend_options: dict | None = None,
+        **kwargs,
+    ):
         self.marker_style = get_marker_style(marker_style)
         self.constrain_markers = constrain_markers
         self._marker_vocabulary = None
         super().__init__(*args, **kwargs)
         self._marker_ids = self._ensure_marker_tokens(max_slots)
         self._default_languages: LanguageSetup | None = None
+        # After the markers are added: a CTranslate2 conversion must contain them.
+        self.backend = make_backend(backend, self.model, self.tokenizer, compute_type=compute_type,
+                                    converted_model=converted_model, **(backend_options or {}))
 
     # --- set-up ---------------------------------------------------------------------------
 
@@ -237,7 +254,7 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         constrained = dict(generate_kwargs)
         if self.constrain_markers if constrain_markers is None else constrain_markers:
             constrained["logits_processor"] = self._marker_constraint(marked, constrained.get("logits_processor"))
-        output_ids = self.model.generate(**model_inputs, **constrained)
+        output_ids = self.backend.generate(model_inputs, constrained)
         batch = model_inputs["input_ids"].shape[0]
         output_ids = output_ids.reshape(batch, output_ids.shape[0] // batch, *output_ids.shape[1:])
 
@@ -247,7 +264,7 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         if wanted:
             encoded = self.tokenizer([languages.prefix + e.text for _, e in wanted], return_tensors="pt", padding=True)
             single = {k: v for k, v in generate_kwargs.items() if k != "num_return_sequences"}
-            ids = self.model.generate(**encoded.to(self.model.device), **single)
+            ids = self.backend.generate(dict(encoded.to(self.device)), single)
             for (i, entity), text in zip(wanted, self._decode(ids), strict=True):
                 entity_translations[i][entity.slot] = text
         return {"output_ids": output_ids, "marked": marked, "entity_translations": entity_translations}
