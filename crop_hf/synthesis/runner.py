@@ -22,7 +22,7 @@ from crop_hf.synthesis.stages import SynthesisModels, process_shard
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SynthesisResult", "SynthesisRunner", "push_to_hub", "synthesize"]
+__all__ = ["SynthesisResult", "SynthesisRunner", "push_to_hub", "run_shards", "synthesize"]
 
 
 @dataclass
@@ -111,25 +111,19 @@ class SynthesisRunner:
     def _run_language(self, lang: str, state) -> None:
         language_filter = None
         progress = _progress(self.config.show_progress and state.is_main_process, lang)
-        for index, sentences in self._shards(lang):
-            if index % state.num_processes != state.process_index:
-                continue
-            if self.store.is_done(lang, index):
-                progress.update(len(sentences))
-                continue
+
+        def process(index: int, sentences: list[str]) -> tuple[list[dict], list[dict], dict]:
+            nonlocal language_filter
             if language_filter is None and self.config.language_filter:
                 language_filter = LanguageIdFilter([self.config.source_lang, lang])
             kept, discarded, reasons = process_shard(
                 sentences, lang, self.config, self.models, language_filter,
-                on_stage=lambda name, index=index: progress.set_postfix_str(f"shard {index}: {name}"),
+                on_stage=lambda name: progress.set_postfix_str(f"shard {index}: {name}"),
             )
-            stats = {"input": len(sentences), "kept": len(kept), **reasons, "process_index": state.process_index}
-            # Kept and discarded rows share one file, so a shard is written (and renamed) in one step.
-            rows = [{"kept": flag, "row": json.dumps(row, ensure_ascii=False)}
-                    for flag, part in ((True, kept), (False, discarded)) for row in part]
-            self.store.write(lang, index, rows, stats)
             logger.info("%s shard %d: %d of %d kept", lang, index, len(kept), len(sentences))
-            progress.update(len(sentences))
+            return kept, discarded, dict(reasons)
+
+        run_shards(self.store, lang, self._shards(lang), process, state, progress)
         progress.close()
 
     def merge(self) -> SynthesisResult:
@@ -175,6 +169,30 @@ class SynthesisRunner:
 
         config = AutoConfig.from_pretrained(self.config.ner_model, revision=self.config.ner_revision)
         return list(LabelSet.of_model(config.id2label).names)
+
+
+def run_shards(store: ShardStore, key: str, shards, process, state, progress=None) -> None:
+    """Process this process's unfinished shards of ``key`` and write each one when it is done.
+
+    ``shards`` yields ``(index, items)``; shard ``k`` belongs to process ``k % state.num_processes``
+    (an Accelerate ``PartialState``, see :func:`_state`), and a shard already in ``store`` is
+    skipped. ``process(index, items)`` returns ``(kept rows, discarded rows, counts)``; the rows
+    are written in one Parquet file (column ``kept`` and the row as JSON) with the statistics
+    ``input``, ``kept``, the counts and ``process_index``, which is what :func:`_dataset` merges.
+    Used by corpus synthesis and by :mod:`crop_hf.augment`'s translate-and-align.
+    """
+    for index, items in shards:
+        if index % state.num_processes != state.process_index:
+            continue
+        if not store.is_done(key, index):
+            kept, discarded, counts = process(index, items)
+            stats = {"input": len(items), "kept": len(kept), **counts, "process_index": state.process_index}
+            # Kept and discarded rows share one file, so a shard is written (and renamed) in one step.
+            rows = [{"kept": flag, "row": json.dumps(row, ensure_ascii=False)}
+                    for flag, part in ((True, kept), (False, discarded)) for row in part]
+            store.write(key, index, rows, stats)
+        if progress is not None:
+            progress.update(len(items))
 
 
 def synthesize(config: SynthesisConfig, models: SynthesisModels | None = None, inputs: Any = None) -> SynthesisResult:
