@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("crop_hf.commands.report", "plots and an HTML page of a synthesized corpus, linked from its card"),
     "train-parser": ("crop_hf.commands.train_parser", "fine-tune the joint intent + slot parser (CSTOP) with Accelerate"),
     "evaluate-parser": ("crop_hf.commands.evaluate_parser", "exact match, intent accuracy and slot F1 of a parser, per domain"),
+    "generate-filter": ("crop_hf.commands.generate_filter", "English parses to code-switched parses with a fine-tuned seq2seq model, filtered (CSTOP)"),
     "translate-align": ("crop_hf.commands.translate_align", "English bracket parses to target-language parses (CSTOP's translate-and-align)"),
 }
 
