@@ -218,3 +218,47 @@ def test_hinglish_top_human_rewrite_projects_slots_well(tmp_path, shared_data):
         tp, predicted, expected = tp + len(ours & theirs), predicted + len(ours), expected + len(theirs)
     f1 = 2 * tp / (predicted + expected)
     assert expected > 1000 and f1 > 0.85, f1
+
+
+def test_tsv_run_reports_bad_lines_by_file_and_line(tmp_path):
+    path = tmp_path / "en.tsv"
+    path.write_bytes("\n".join([
+        "call mom\t[IN:CREATE_CALL call [SL:CONTACT mom ] ]",
+        "call dad\t[IN:CREATE_CALL call [SL:CONTACT dad ]",  # unbalanced
+        "\t[IN:CREATE_CALL call [SL:CONTACT mom ] ]",  # no utterance column value: the parse's words are used
+        "just text, no parse",
+    ]).encode("utf-8") + b"\nplay \xff music\t[IN:PLAY_MUSIC play music ]\n")
+    result = translate_align(config(tmp_path, input=str(path)), TranslateAlignModels(DictTranslator(), TableAligner()))
+    assert result.statistics["input"] == 5 and result.statistics["kept"] == 2
+    dropped = datasets.load_from_disk(str(tmp_path / "out" / "discarded"))["train"]
+    assert dropped["source"] == ["en.tsv:2", "en.tsv:4", "en.tsv:5"]
+    assert set(dropped["reason"]) == {"invalid_source"}
+    assert "never closed" in dropped["detail"][0] and "not valid UTF-8" in dropped["detail"][2]
+
+
+class _FakeState:
+    def __init__(self, index: int, count: int) -> None:
+        self.process_index, self.num_processes = index, count
+        self.is_main_process = index == 0
+        self.device = "cpu"
+
+    def wait_for_everyone(self) -> None:
+        pass
+
+
+def test_processes_split_shards_k_mod_n(tmp_path, monkeypatch):
+    import crop_hf.synthesis.runner as runner
+
+    parses = [f"[IN:CREATE_CALL call [SL:CONTACT n{i} ] ]" for i in range(7)]
+    dataset = datasets.Dataset.from_dict({"parse": parses})
+    cfg = config(tmp_path, shard_size=2)
+    translators = []
+    for index in (1, 0):  # the second process first: the main one merges what both wrote
+        monkeypatch.setattr(runner, "_state", lambda index=index: _FakeState(index, 2))
+        translators.append(DictTranslator())
+        result = translate_align(cfg, TranslateAlignModels(translators[-1], TableAligner()), inputs=dataset)
+    assert translators[0].calls == ["call n2", "call n3", "call n6"]  # shards 1 and 3
+    assert translators[1].calls == ["call n0", "call n1", "call n4", "call n5"]  # shards 0 and 2
+    assert result.statistics["kept"] == 7
+    kept = datasets.load_from_disk(str(tmp_path / "out" / "dataset"))["train"]
+    assert kept["source"] == [f"train:{i}" for i in range(7)]

@@ -33,6 +33,7 @@ from crop_hf.seqlogical import FlatParse, ParseError, flatten_top_level, parse
 __all__ = ["BadParse", "ParseInput", "iter_parse_inputs", "read_parse"]
 
 _UTTERANCE_COLUMNS = ("en_query", "en_utterance", "utterance", "query", "text")
+_UNDECODABLE = "<undecodable line>"
 _PARSE_COLUMNS = ("en_parse", "parse", "semantic_parse", "seqlogical")
 
 
@@ -58,6 +59,8 @@ def read_parse(item: ParseInput) -> FlatParse:
     """The flat parse of ``item``, or :class:`BadParse` with reason ``invalid_source`` (not a valid
     tree, an empty slot), ``nested_source`` (a slot holding an intent: its slots could not be
     projected without losing the nested ones) or ``empty_utterance``."""
+    if item.parse is _UNDECODABLE:
+        raise BadParse("invalid_source", item, "the line is not valid UTF-8")
     try:
         tree = parse(item.parse)
     except ParseError as error:
@@ -87,7 +90,7 @@ def _iter_tsv(path: Path, parse_column: str | None, utterance_column: str | None
     for number, text in iter_lines(str(path), "utf-8"):
         where = f"{path.name}:{number}"
         if text is None:  # undecodable: the parse text says so, and read_parse drops it as invalid
-            yield ParseInput("<undecodable line>", None, where)
+            yield ParseInput(_UNDECODABLE, None, where)
             continue
         if not text.strip():
             continue
