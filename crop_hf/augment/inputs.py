@@ -11,6 +11,10 @@ starting with ``[``. The utterance is ``utterance_column`` or the first of ``en_
 ``en_utterance``, ``utterance``, ``query``, ``text``; without a header, the first other non-empty
 field. Without an utterance the words of the parse are used.
 
+A builder spec validates its release itself (it stops at a malformed row, naming file and line,
+or skips it with ``?skip_bad_records=true``); nested trees come through (``parse`` keeps them) and
+are dropped here as ``nested_source``.
+
 >>> import tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "en.tsv")
 >>> _ = open(path, "w").write("Pause my timer\\t[IN:PAUSE_TIMER Pause my [SL:METHOD_TIMER timer ] ]\\n[IN:BROKEN\\n")
