@@ -20,7 +20,13 @@ utterances. Runs:
    code-switched gold parse is used).
 
 A tiny random-init generator is far weaker than BART-base; what run 2 shows is the pipeline
-working at small scale, not the paper's number.
+working at small scale, not the paper's number. Measured (seed 0, 600 parser steps, 2 shared CPUs):
+few-shot only 6.1-9.9 exact match between runs; translate-and-align (split rule) + English 40.1
+(6.6x few-shot only; funnel 2,993 in, 2,563 kept, 380 nested_source, 50 slots_lost). The tiny
+generator either has not learned the format (15 epochs: all 600 generations signature_changed) or
+has memorised its 100 targets (80 epochs, 9 minutes: 290 of 300 in_few_shot, 7 signature_changed,
+3 kept; exact match 8.8 vs 9.9): the filters catch both, and a pretrained BART-base is what the
+recipe needs.
 """
 
 from __future__ import annotations
@@ -59,7 +65,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--few_shot_seed", type=int, default=0)
     parser.add_argument("--top_k", type=int, default=10)
-    parser.add_argument("--generator_epochs", type=int, default=80)
+    parser.add_argument("--generator_epochs", type=int, default=30)
     parser.add_argument("--max_sources", type=int, default=300, help="English parses generated from")
     parser.add_argument("--method", default="alignment", help="projection method of translate-and-align")
     parser.add_argument("--seed", type=int, default=42)
