@@ -2,8 +2,8 @@
 
 Examples::
 
-    # CSTOP's zero-shot data: English TOP-style parses into Spanish
-    crop-hf translate-align --input "cstop?data_dir=data/CSTOP" --parse_column parse --tgt_lang es \\
+    # CSTOP's zero-shot data (ES*): English TOPv2 parses into Spanish
+    crop-hf translate-align --input "top:v2?data_dir=data/topv2" --tgt_lang es \\
         --mt_model facebook/m2m100_418M --output_dir out/en-es
     # Hinglish-TOP's English side, hybrid projection, no language check (code-switched target)
     crop-hf translate-align --input "hinglish_top?data_dir=Hinglish-TOP" --tgt_lang hi --method hybrid \\
