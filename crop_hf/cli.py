@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train-translation": ("crop_hf.commands.train_translation", "fine-tune a translation model to keep markers"),
     "evaluate-translation": ("crop_hf.commands.evaluate_translation",
                              "marker completeness, slot accuracy, BLEU, chrF of translation models"),
+    "generate-filter": ("crop_hf.commands.generate_filter", "English parses to code-switched parses with a fine-tuned seq2seq model, filtered (CSTOP)"),
+    "translate-align": ("crop_hf.commands.translate_align", "English bracket parses to target-language parses (CSTOP's translate-and-align)"),
 }
 
 

@@ -4,7 +4,8 @@
   metric, rendered from ``model_cards/ner_model_card.md``) and :func:`parser_model_card` (a joint
   intent/slot parser: data, recipe, exact match / intent accuracy / slot F1 per domain) and
   :func:`translation_model_card` (a marker-keeping translation model);
-* dataset cards: :func:`synthesis_card` (a synthesized corpus) and :func:`corpus_card` (a corpus
+* dataset cards: :func:`synthesis_card` (a synthesized corpus), :func:`augmentation_card` (parses
+  made by CSTOP's translate-and-align or generate-and-filter) and :func:`corpus_card` (a corpus
   built from an original release by ``dataset_scripts/``);
 * uploads: :func:`push_folder` (a trained model's folder, without checkpoints),
   :func:`push_dataset` (a ``DatasetDict`` and its card) and :func:`push_corpus` (several
@@ -30,6 +31,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "TEMPLATES_DIR",
+    "augmentation_card",
     "corpus_card",
     "model_index_results",
     "ner_model_card",
@@ -277,6 +279,54 @@ def synthesis_card(
         command_line=command_line,
         fingerprint=fingerprint,
         settings=config.result_arguments(),
+    )
+    return str(card)
+
+
+def augmentation_card(
+    *,
+    recipe: str,
+    description: str,
+    languages: Sequence[str],
+    models: Mapping[str, str],
+    counts: Mapping[str, int],
+    reasons: Mapping[str, str],
+    features: Mapping[str, str],
+    command_line: str,
+    settings: Mapping[str, Any],
+    source: str | None = None,
+) -> str:
+    """The card of augmented semantic-parsing data (:mod:`crop_hf.augment`): recipe, models, the drop
+    funnel (``counts``: ``input``, ``kept`` and one count per reason, explained in ``reasons``),
+    features, command line and settings.
+
+    >>> card = augmentation_card(recipe="translate-and-align", description="...", languages=["es"],
+    ...     models={"translation": "m"}, counts={"input": 3, "kept": 2, "no_translation": 1},
+    ...     reasons={"no_translation": "empty"}, features={"parse": "the parse"}, command_line="crop-hf x",
+    ...     settings={"method": "alignment"})
+    >>> "| 3 | 2 | 1 |" in card, "task_ids:" in card
+    (True, True)
+    """
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    kept = counts.get("kept", 0)
+    size = next(label for bound, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
+                                           (1_000_000, "100K<n<1M"), (float("inf"), "n>1M")) if kept < bound)
+    data = DatasetCardData(
+        language=list(languages),
+        pretty_name=f"CSTOP {recipe} ({', '.join(languages)})",
+        task_categories=["text-classification", "token-classification"],
+        task_ids=["intent-classification", "slot-filling"],
+        size_categories=[size],
+        source_datasets=[source] if source else None,
+        tags=["crop-hf", "synthetic", "semantic-parsing", "code-switching"],
+    )
+    table = format_table(list(counts), [list(counts.values())], style="markdown")
+    card = DatasetCard.from_template(
+        data, template_path=str(_template("augmented_parses_card.md")), pretty_name=data.pretty_name,
+        languages=list(languages), recipe=recipe, description=description, models=dict(models), counts=table,
+        reasons=dict(reasons), features=dict(features), command_line=command_line,
+        settings={name: value for name, value in settings.items()},
     )
     return str(card)
 

@@ -22,7 +22,7 @@ from crop_hf.synthesis.stages import SynthesisModels, process_shard
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SynthesisResult", "SynthesisRunner", "push_to_hub", "synthesize"]
+__all__ = ["SynthesisResult", "SynthesisRunner", "push_to_hub", "run_shards", "synthesize"]
 
 
 @dataclass
@@ -123,28 +123,19 @@ class SynthesisRunner:
     def _run_language(self, lang: str, state) -> None:
         language_filter = None
         progress = _progress(self.config.show_progress and state.is_main_process, lang)
-        skipped = total = 0
-        for index, sentences in self._shards(lang):
-            if index % state.num_processes != state.process_index:
-                continue
-            total += 1
-            if self.store.is_done(lang, index):
-                skipped += 1
-                progress.update(len(sentences))
-                continue
+
+        def process(index: int, sentences: list[str]) -> tuple[list[dict], list[dict], dict]:
+            nonlocal language_filter
             if language_filter is None and self.config.language_filter:
                 language_filter = LanguageIdFilter([self.config.source_lang, lang])
             kept, discarded, reasons = process_shard(
                 sentences, lang, self.config, self.models, language_filter,
-                on_stage=lambda name, index=index: progress.set_postfix_str(f"shard {index}: {name}"),
+                on_stage=lambda name: progress.set_postfix_str(f"shard {index}: {name}"),
             )
-            stats = {"input": len(sentences), "kept": len(kept), **reasons, "process_index": state.process_index}
-            # Kept and discarded rows share one file, so a shard is written (and renamed) in one step.
-            rows = [{"kept": flag, "row": json.dumps(row, ensure_ascii=False)}
-                    for flag, part in ((True, kept), (False, discarded)) for row in part]
-            self.store.write(lang, index, rows, stats)
             logger.info("%s shard %d: %d of %d kept", lang, index, len(kept), len(sentences))
-            progress.update(len(sentences))
+            return kept, discarded, dict(reasons)
+
+        total, skipped = run_shards(self.store, lang, self._shards(lang), process, state, progress)
         progress.close()
         if skipped:  # each process says it for its own shards (only the main one's lines are shown by crop-hf)
             logger.info("%s: resumed: skipped %d of %d shard(s) already finished in %s", lang, skipped, total,
@@ -196,6 +187,36 @@ class SynthesisRunner:
         with reaching(self.config.ner_model, "NER model (ner_model)"):
             config = AutoConfig.from_pretrained(self.config.ner_model, revision=self.config.ner_revision)
         return list(LabelSet.of_model(config.id2label).names)
+
+
+def run_shards(store: ShardStore, key: str, shards, process, state, progress=None) -> tuple[int, int]:
+    """Process this process's unfinished shards of ``key`` and write each one when it is done.
+
+    ``shards`` yields ``(index, items)``; shard ``k`` belongs to process ``k % state.num_processes``
+    (an Accelerate ``PartialState``, see :func:`_state`), and a shard already in ``store`` is
+    skipped. ``process(index, items)`` returns ``(kept rows, discarded rows, counts)``; the rows
+    are written in one Parquet file (column ``kept`` and the row as JSON) with the statistics
+    ``input``, ``kept``, the counts and ``process_index``, which is what :func:`_dataset` merges.
+    Used by corpus synthesis and by :mod:`crop_hf.augment`'s translate-and-align. Returns
+    ``(shards of this process, of which skipped as already finished)``.
+    """
+    total = skipped = 0
+    for index, items in shards:
+        if index % state.num_processes != state.process_index:
+            continue
+        total += 1
+        if store.is_done(key, index):
+            skipped += 1
+        else:
+            kept, discarded, counts = process(index, items)
+            stats = {"input": len(items), "kept": len(kept), **counts, "process_index": state.process_index}
+            # Kept and discarded rows share one file, so a shard is written (and renamed) in one step.
+            rows = [{"kept": flag, "row": json.dumps(row, ensure_ascii=False)}
+                    for flag, part in ((True, kept), (False, discarded)) for row in part]
+            store.write(key, index, rows, stats)
+        if progress is not None:
+            progress.update(len(items))
+    return total, skipped
 
 
 def synthesize(config: SynthesisConfig, models: SynthesisModels | None = None, inputs: Any = None) -> SynthesisResult:

@@ -1,0 +1,359 @@
+"""CSTOP's translate-and-align (section 6.1): English bracket parses become target-language parses.
+
+For every English parse (a TSV, a source spec such as ``hinglish_top?data_dir=...`` read through
+its ``en_*`` columns, ``cstop``/``top``, or a ``datasets.Dataset``):
+
+1. translate the utterance with any seq2seq model through ``pipeline("labeled-translation")``
+   (plain translation: a string in, ``src_lang``/``tgt_lang``);
+2. tokenize the translation (:func:`crop_hf.projection.tokenize_target`: punctuation split from
+   words, characters for languages written without spaces);
+3. align the English words of the parse with the target tokens, every pair of a shard in one
+   call (:class:`crop_hf.alignment.EflomalAligner`, grow-diag-final-and, as in CSTOP);
+4. project the slots through the method registry (``method="alignment"``: CSTOP's rule, a
+   discontinuous slot becomes separate slots of the same type; ``"hybrid"``: lexical matching
+   first), and build the target parse from tokens, intent and slots
+   (:func:`crop_hf.seqlogical.from_flat`), checked to round-trip through
+   :func:`crop_hf.seqlogical.parse`.
+
+Every input is either kept or dropped with one reason, counted (:data:`REASONS`); a dropped row
+keeps where it came from (``file:line`` or ``split:row``) and why. Shards are written atomically
+and a rerun resumes (:class:`~crop_hf.synthesis.shards.ShardStore`); several processes
+(``accelerate launch``) share the shards as in ``crop-hf synthesize``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from crop_hf.augment.inputs import BadParse, ParseInput, iter_parse_inputs, read_parse
+from crop_hf.labels import Span, spans_to_tags, tags_to_spans
+from crop_hf.seqlogical import from_flat, parse, to_flat
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["REASONS", "TranslateAlignConfig", "TranslateAlignModels", "TranslateAlignResult",
+           "process_batch", "translate_align"]
+
+#: Why an English parse gives no target parse (first reason wins), in funnel order.
+REASONS: dict[str, str] = {
+    "invalid_source": "the English parse is not a valid bracket parse (or has an empty slot)",
+    "nested_source": "a slot of the English parse holds a nested intent (its slots cannot be projected)",
+    "empty_utterance": "the English utterance is empty",
+    "no_translation": "the translator returned nothing (or refused the utterance)",
+    "wrong_language": "langid put the translation in the source language, not the target one",
+    "slots_lost": "a slot had no aligned target word (unaligned, only punctuation, or taken by another slot)",
+    "invalid_tree": "the target tokens cannot be written as a parse that round-trips (a bracket in a word)",
+}
+
+#: The counts of a run: inputs read, parses kept, and one count per reason.
+STATISTICS_COLUMNS: tuple[str, ...] = ("input", "kept", *REASONS)
+
+FEATURES: dict[str, str] = {
+    "id": "the row's number",
+    "utterance": "the translation",
+    "tokens": "the target tokens (the words of `parse`)",
+    "intent": "the intent name",
+    "slot_tags": "IOB2 slot tags over `tokens`",
+    "parse": "the target-language bracket parse",
+    "domain": "the domain of the English record, when it had one",
+    "lang": "the target language",
+    "source_utterance": "the English utterance that was translated",
+    "source_parse": "the English parse",
+    "source": "where the English parse came from (`file:line` or `split:row`)",
+    "projection_status": "what became of each English slot (`projected`, `split`, ...)",
+    "method": "the projection method",
+}
+
+
+@dataclass
+class TranslateAlignConfig:
+    """What a translate-and-align run reads, which models it uses, and where it writes."""
+
+    input: str = field(metadata={"help": "English parses: a TSV file (a bracket-parse column, optional utterance "
+                                         "column), or a source spec (hinglish_top?data_dir=DIR reads its en_* "
+                                         "columns; cstop?data_dir=DIR; top; disk:PATH)."})
+    output_dir: str = field(metadata={"help": "Folder for shards, dataset/, discarded/, statistics.json and README.md."})
+    tgt_lang: str = field(metadata={"help": "Target language code of the translation model's family (es, hi, ...)."})
+    src_lang: str = field(default="en", metadata={"help": "Language of the parses."})
+    mt_model: str = field(default="facebook/m2m100_418M",
+                          metadata={"help": "Any seq2seq translation model (M2M100, NLLB, MarianMT, mBART-50)."})
+    mt_revision: str | None = field(default=None, metadata={"help": "Revision of mt_model."})
+    method: str = field(default="alignment", metadata={"help": "Projection method: alignment (CSTOP's split rule), "
+                                                                "hybrid (lexical first, alignment for the rest)."})
+    split: str = field(default="train", metadata={"help": "Split of a source spec to read."})
+    parse_column: str | None = field(default=None, metadata={"help": "Column holding the English parse "
+                                                                      "(default en_parse, then parse)."})
+    utterance_column: str | None = field(default=None, metadata={"help": "Column holding the English utterance "
+                                                                          "(default en_query/en_utterance/utterance)."})
+    max_examples: int | None = field(default=None, metadata={"help": "Read at most this many English parses."})
+    keep_incomplete: bool = field(default=False, metadata={"help": "Keep parses that lost a slot (CSTOP keeps "
+                                                                    "every translation); else dropped as slots_lost."})
+    language_filter: bool = field(default=True, metadata={"help": "Drop translations langid puts in src_lang "
+                                                                   "(turn off for code-switched targets)."})
+    tokenization: str = field(default="words", metadata={"help": "words, whitespace, characters or auto."})
+    num_beams: int = field(default=4, metadata={"help": "Beams of the translation."})
+    max_new_tokens: int = field(default=128, metadata={"help": "Longest translation, in model tokens."})
+    batch_size: int = field(default=16, metadata={"help": "Translation batch size."})
+    shard_size: int = field(default=5000, metadata={"help": "English parses per shard; each shard is aligned in "
+                                                             "one eflomal run, so larger shards align better."})
+    device: str | None = field(default=None, metadata={"help": "Device of the translation model (default: "
+                                                                "Accelerate's choice for this process)."})
+    show_progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
+
+    def __post_init__(self) -> None:
+        from crop_hf.projection.methods import get_method
+
+        method = get_method(self.method)
+        if not method.uses_alignment:
+            raise ValueError(f"translate-and-align projects English slots through a word alignment: method must be "
+                             f"alignment or hybrid, got {self.method!r}")
+        if self.shard_size < 1:
+            raise ValueError(f"shard_size must be positive, got {self.shard_size}")
+
+    def result_arguments(self) -> dict[str, Any]:
+        """Every setting that changes the output (the shard fingerprint)."""
+        skip = {"output_dir", "device", "show_progress", "batch_size"}
+        return {name: value for name, value in asdict(self).items() if name not in skip}
+
+
+@dataclass
+class TranslateAlignModels:
+    """The translator (``labeled-translation`` pipeline or anything called the same way) and the word aligner."""
+
+    translator: Any
+    aligner: Any
+
+    @classmethod
+    def load(cls, config: TranslateAlignConfig, device: Any = None) -> TranslateAlignModels:
+        from transformers import pipeline
+
+        import crop_hf  # noqa: F401 - registers labeled-translation
+        from crop_hf.alignment import EflomalAligner
+
+        translator = pipeline("labeled-translation", model=config.mt_model, revision=config.mt_revision,
+                              device=device, batch_size=config.batch_size)
+        return cls(translator, EflomalAligner())
+
+
+def process_batch(
+    items: Sequence[ParseInput],
+    config: TranslateAlignConfig,
+    models: TranslateAlignModels,
+    language_filter: Any = None,
+) -> tuple[list[dict], list[dict], Counter]:
+    """Translate, align and project one batch; returns ``(kept rows, discarded rows, reason counts)``."""
+    from crop_hf.projection import tokenize_target
+    from crop_hf.projection.methods import ProjectionExample, project_examples
+    from crop_hf.synthesis.stages import _each_or_none
+
+    records: list[dict] = []
+    for item in items:
+        record = {"item": item, "reason": None, "detail": "", "translation": ""}
+        try:
+            record["flat"] = read_parse(item)
+        except BadParse as error:
+            record.update(reason=error.reason, detail=str(error))
+        record["utterance"] = (item.utterance or " ".join(record["flat"].tokens)) if "flat" in record else ""
+        records.append(record)
+
+    def drop(record: dict, reason: str, detail: str = "") -> None:
+        if record["reason"] is None:
+            record.update(reason=reason, detail=f"{record['item'].where}: {detail}" if detail else
+                          record["item"].where)
+
+    alive = [r for r in records if r["reason"] is None]
+    translate = partial(models.translator, src_lang=config.src_lang, tgt_lang=config.tgt_lang,
+                        num_return_sequences=1, num_beams=config.num_beams, max_new_tokens=config.max_new_tokens)
+    for record, output in zip(alive, _each_or_none(translate, [r["utterance"] for r in alive]), strict=True):
+        translation = (output or {}).get("translation") or ""
+        record["translation"] = translation.strip()
+        if not record["translation"]:
+            drop(record, "no_translation", "the translator returned nothing" if output else "the translator refused it")
+        elif language_filter is not None and not language_filter.accepts(record["translation"], config.tgt_lang):
+            drop(record, "wrong_language", f"identified as {language_filter.identify(record['translation'])}")
+        else:
+            record["target"] = tokenize_target(record["translation"], config.tgt_lang, config.tokenization)
+            if not record["target"].tokens:
+                drop(record, "no_translation", "the translation has no tokens")
+    alive = [r for r in records if r["reason"] is None]
+
+    examples = [ProjectionExample(r["target"], source_tokens=r["flat"].tokens, source_spans=r["flat"].slots)
+                for r in alive]
+    results = project_examples(config.method, examples, aligner=models.aligner, drop_incomplete=False) if alive else []
+    kept: list[dict] = []
+    for record, result in zip(alive, results, strict=True):
+        statuses = [s.status for s in result.statuses]
+        lost = [s for s in result.statuses if s.status not in ("projected", "split", "found", "fuzzy")]
+        if lost and not config.keep_incomplete:
+            drop(record, "slots_lost", ", ".join(f"{s.label} {s.text!r} {s.status}" for s in lost))
+            continue
+        slots = tags_to_spans(result.tags)
+        tree_text = _round_trip(result.tokens, record["flat"].intent, slots)
+        if tree_text is None:
+            drop(record, "invalid_tree", f"tokens {result.tokens} cannot be written as a parse")
+            continue
+        record["row"] = {
+            "utterance": record["translation"], "tokens": list(result.tokens), "intent": record["flat"].intent,
+            "slot_tags": spans_to_tags(slots, len(result.tokens)), "parse": tree_text,
+            "domain": record["item"].domain or "", "lang": config.tgt_lang,
+            "source_utterance": record["utterance"], "source_parse": str(parse(record["item"].parse)),
+            "source": record["item"].where, "projection_status": statuses, "method": config.method,
+        }
+        kept.append(record["row"])
+
+    discarded = [{"source": r["item"].where, "source_parse": r["item"].parse, "source_utterance": r["utterance"],
+                  "translation": r["translation"], "reason": r["reason"], "detail": r["detail"]}
+                 for r in records if r["reason"] is not None]
+    for row in discarded:
+        logger.info("dropped (%s) %s", row["reason"], row["detail"])
+    return kept, discarded, Counter(row["reason"] for row in discarded)
+
+
+def _round_trip(tokens: Sequence[str], intent: str, slots: Sequence[Span]) -> str | None:
+    """The parse of ``tokens`` with ``slots``, or ``None`` when it could not be read back identically."""
+    try:
+        text = str(from_flat(tokens, intent, slots))
+        back = to_flat(parse(text))
+    except ValueError:  # a token with a bracket or a space, an empty token
+        return None
+    if back.tokens != list(tokens) or back.intent != intent or back.slots != sorted(slots, key=lambda s: s.start):
+        return None
+    return text
+
+
+@dataclass
+class TranslateAlignResult:
+    """Where the run wrote, and its counts (``input``, ``kept`` and one per reason)."""
+
+    output_dir: Path
+    statistics: dict[str, int] = field(default_factory=dict)
+
+    def table(self) -> str:
+        from crop_hf.tables import format_table
+
+        return format_table(list(STATISTICS_COLUMNS), [[self.statistics.get(c, 0) for c in STATISTICS_COLUMNS]])
+
+    def report(self) -> str:
+        out = self.output_dir
+        return (f"{self.table()}\n\ndataset: {out / 'dataset'}\ndiscarded: {out / 'discarded'}"
+                f"\ncard: {out / 'README.md'}")
+
+
+def _shards(items: Iterable[ParseInput], size: int):
+    from crop_hf.synthesis.inputs import shards_of
+
+    return shards_of(items, size)
+
+
+def translate_align(config: TranslateAlignConfig, models: TranslateAlignModels | None = None,
+                    inputs: Any = None) -> TranslateAlignResult:
+    """Run translate-and-align over ``config.input`` (or the in-memory ``inputs``: a ``Dataset``,
+    ``DatasetDict`` or list of :class:`ParseInput`), resuming finished shards; the main process merges.
+
+    Several processes (``accelerate launch``) split the shards: shard ``k`` belongs to process
+    ``k % num_processes`` (:func:`crop_hf.synthesis.runner.run_shards`).
+    """
+    import itertools
+
+    from crop_hf.synthesis.filters import LanguageIdFilter
+    from crop_hf.synthesis.runner import _describe, _own_progress_only, _progress, _state, run_shards
+    from crop_hf.synthesis.shards import ShardStore
+
+    store = ShardStore(config.output_dir, {**config.result_arguments(), "inputs": _describe(inputs),
+                                           "recipe": "translate-align"})
+    with _own_progress_only():
+        state = _state()
+        if state.is_main_process:
+            store.prepare()
+        state.wait_for_everyone()
+        source = inputs if inputs is not None else config.input
+        items = source if isinstance(source, list) else iter_parse_inputs(
+            source, split=config.split, parse_column=config.parse_column, utterance_column=config.utterance_column)
+        items = itertools.islice(items, config.max_examples)
+        loaded: dict[str, Any] = {}
+
+        def process(index: int, batch: list[ParseInput]) -> tuple[list[dict], list[dict], dict]:
+            if "models" not in loaded:
+                loaded["models"] = models or TranslateAlignModels.load(config, device=config.device or state.device)
+                loaded["filter"] = (LanguageIdFilter([config.src_lang, config.tgt_lang])
+                                    if config.language_filter else None)
+            kept, discarded, reasons = process_batch(batch, config, loaded["models"], loaded["filter"])
+            logger.info("shard %d: %d of %d kept", index, len(kept), len(batch))
+            return kept, discarded, dict(reasons)
+
+        progress = _progress(config.show_progress and state.is_main_process, config.tgt_lang)
+        run_shards(store, config.tgt_lang, _shards(items, config.shard_size), process, state, progress)
+        progress.close()
+        state.wait_for_everyone()
+        result = TranslateAlignResult(Path(config.output_dir))
+        if state.is_main_process:
+            result = _merge(config, store)
+        state.wait_for_everyone()
+    return result
+
+
+def _features():
+    import datasets
+
+    string, strings = datasets.Value("string"), datasets.List(datasets.Value("string"))
+    return datasets.Features({
+        "id": string, "utterance": string, "tokens": strings, "intent": string, "slot_tags": strings,
+        "parse": string, "domain": string, "lang": string, "source_utterance": string, "source_parse": string,
+        "source": string, "projection_status": strings, "method": string})
+
+
+def _discarded_features():
+    import datasets
+
+    return datasets.Features({name: datasets.Value("string") for name in
+                              ("source", "source_parse", "source_utterance", "translation", "reason", "detail")})
+
+
+def _merge(config: TranslateAlignConfig, store) -> TranslateAlignResult:
+    import datasets
+
+    from crop_hf.hub import augmentation_card
+    from crop_hf.synthesis.runner import _dataset, _save_atomically
+    from crop_hf.synthesis.shards import atomic_write_bytes
+
+    output = Path(config.output_dir)
+    finished = list(store.finished(config.tgt_lang))
+    counts: Counter = Counter()
+    for _, _, stats in finished:
+        counts.update(stats)
+    statistics = {column: counts[column] for column in STATISTICS_COLUMNS}
+    kept = _dataset(finished, True, _features_without_id())
+    kept = kept.add_column("id", [str(i) for i in range(len(kept))]).cast(_features().copy()) \
+        .select_columns(list(_features()))
+    discarded = _dataset(finished, False, _discarded_features())
+    _save_atomically(datasets.DatasetDict({"train": kept}), output / "dataset")
+    _save_atomically(datasets.DatasetDict({"train": discarded}), output / "discarded")
+    atomic_write_bytes(output / "statistics.json", json.dumps(statistics, indent=2).encode("utf-8"))
+    card = augmentation_card(
+        recipe="translate-and-align",
+        description=(f"English parses were translated into `{config.tgt_lang}` by `{config.mt_model}`, the words "
+                     f"aligned by eflomal (grow-diag-final-and) and the slots projected ({config.method} projection; "
+                     "a discontinuous slot becomes separate slots of its type)."),
+        languages=[config.tgt_lang], models={"translation": config.mt_model, "word alignment": "eflomal"},
+        counts=statistics, reasons=REASONS, features=FEATURES,
+        command_line=shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+        settings=config.result_arguments(), source=config.input if isinstance(config.input, str) else None)
+    atomic_write_bytes(output / "README.md", card.encode("utf-8"))
+    return TranslateAlignResult(output, statistics)
+
+
+def _features_without_id():
+    import datasets
+
+    features = dict(_features())
+    features.pop("id")
+    return datasets.Features(features)

@@ -1,0 +1,27 @@
+"""``crop-hf generate-filter``: CSTOP's generate-and-filter, English parses to code-switched parses with a fine-tuned seq2seq model.
+
+Example (CSTOP_100-style few-shot set drawn from Hinglish-TOP's train split, its English side as the pool)::
+
+    crop-hf generate-filter --few_shot "hinglish_top?data_dir=Hinglish-TOP" \\
+        --english "hinglish_top?data_dir=Hinglish-TOP" --few_shot_size 100 --few_shot_seed 0 \\
+        --model facebook/bart-base --top_k 10 --num_beams 5 --output_dir out/generated
+
+The augmented set (few-shot + kept generations) is ``output_dir/dataset``; train the parser on it
+with ``crop-hf train-parser --train_sources disk:out/generated/dataset``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from crop_hf.augment.generate_filter import GenerateFilterConfig
+
+CONFIG_CLASSES = (GenerateFilterConfig,)
+
+
+def run(config: GenerateFilterConfig) -> int:
+    from crop_hf.augment.generate_filter import generate_and_filter
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    print(generate_and_filter(config).report())
+    return 0

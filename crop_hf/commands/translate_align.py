@@ -1,0 +1,32 @@
+"""``crop-hf translate-align``: English bracket parses to target-language parses (CSTOP's translate-and-align).
+
+Examples::
+
+    # CSTOP's zero-shot data (ES*): English TOPv2 parses into Spanish
+    crop-hf translate-align --input "top:v2?data_dir=data/topv2" --tgt_lang es \\
+        --mt_model facebook/m2m100_418M --output_dir out/en-es
+    # Hinglish-TOP's English side, hybrid projection, no language check (code-switched target)
+    crop-hf translate-align --input "hinglish_top?data_dir=Hinglish-TOP" --tgt_lang hi --method hybrid \\
+        --language_filter false --output_dir out/en-hi
+
+Several processes split the shards: ``accelerate launch -m crop_hf.cli translate-align ...``;
+a rerun with the same options resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from crop_hf.augment.translate_align import TranslateAlignConfig
+
+CONFIG_CLASSES = (TranslateAlignConfig,)
+
+
+def run(config: TranslateAlignConfig) -> int:
+    from crop_hf.augment.translate_align import translate_align
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    result = translate_align(config)
+    if result.statistics:  # the main process
+        print(result.report())
+    return 0

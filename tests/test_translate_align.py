@@ -1,0 +1,264 @@
+"""Translate-and-align (CSTOP 6.1): exact outcomes with stand-in translators and aligners, bad input
+counted with its line, resumption, the command with a tiny M2M100 + eflomal, and projection quality
+on the real Hinglish-TOP (English parse -> human code-switched rewrite standing in for MT)."""
+
+from __future__ import annotations
+
+import json
+
+import datasets
+import pytest
+
+from crop_hf.augment.inputs import ParseInput, iter_parse_inputs
+from crop_hf.augment.translate_align import (
+    REASONS,
+    TranslateAlignConfig,
+    TranslateAlignModels,
+    process_batch,
+    translate_align,
+)
+from crop_hf.seqlogical import parse, to_flat
+
+# word-by-word "Spanish": the identity alignment is right unless a test says otherwise
+WORDS = {"set": "pon", "an": "una", "alarm": "alarma", "for": "para", "call": "llama", "mom": "mamá",
+         "at": "a", "home": "casa", "play": "pon", "music": "música", "by": "de", "adele": "adele"}
+
+
+class DictTranslator:
+    """Translates word by word with WORDS; ``overrides`` map an utterance to a fixed translation."""
+
+    def __init__(self, overrides: dict[str, str] | None = None) -> None:
+        self.overrides = overrides or {}
+        self.calls: list[str] = []
+
+    def __call__(self, texts, src_lang, tgt_lang, **kwargs):
+        self.calls.extend(texts)
+        out = []
+        for text in texts:
+            if text in self.overrides:
+                translation = self.overrides[text]
+            else:
+                translation = " ".join(WORDS.get(word.lower(), word) for word in text.split())
+            out.append({"translation": translation})
+        return out
+
+
+class TableAligner:
+    """Identity links, except for target sentences given explicit links."""
+
+    def __init__(self, links: dict[str, list[tuple[int, int]]] | None = None) -> None:
+        self.links = links or {}
+        self.calls = 0
+
+    def align(self, sources, targets):
+        self.calls += 1
+        return [self.links.get(" ".join(t), [(i, i) for i in range(min(len(s), len(t)))])
+                for s, t in zip(sources, targets, strict=True)]
+
+
+def config(tmp_path, **overrides) -> TranslateAlignConfig:
+    settings = dict(input="unused", output_dir=str(tmp_path / "out"), tgt_lang="es", language_filter=False,
+                    show_progress=False, shard_size=3)
+    settings.update(overrides)
+    return TranslateAlignConfig(**settings)
+
+
+def item(parse_text: str, utterance: str | None = None, where: str = "x.tsv:1") -> ParseInput:
+    return ParseInput(parse_text, utterance, where)
+
+
+def test_slots_copied_through_alignment_into_round_tripping_parses(tmp_path):
+    items = [item("[IN:CREATE_ALARM set an alarm [SL:DATE_TIME for 7 am ] ]", where="a:1"),
+             item("[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] by [SL:MUSIC_ARTIST_NAME adele ] ]", where="a:2")]
+    kept, discarded, reasons = process_batch(items, config(tmp_path), TranslateAlignModels(DictTranslator(),
+                                                                                           TableAligner()))
+    assert not discarded and not reasons
+    assert [row["parse"] for row in kept] == [
+        "[IN:CREATE_ALARM pon una alarma [SL:DATE_TIME para 7 am ] ]",
+        "[IN:PLAY_MUSIC pon [SL:MUSIC_TYPE música ] de [SL:MUSIC_ARTIST_NAME adele ] ]"]
+    for row in kept:
+        flat = to_flat(parse(row["parse"]))
+        assert flat.tokens == row["tokens"] and flat.slot_tags == row["slot_tags"] and flat.intent == row["intent"]
+    assert kept[1]["source"] == "a:2" and kept[1]["source_utterance"] == "play music by adele"
+    assert kept[0]["projection_status"] == ["projected"]
+
+
+def test_discontinuous_slot_becomes_two_slots_of_its_type_and_hybrid_differs(tmp_path):
+    # "call mom at home" -> "llama a casa mamá" with CONTACT aligned to words 1 and 3 (split rule)
+    translator = DictTranslator({"call mom": "llama a mi mamá querida"})
+    aligner = TableAligner({"llama a mi mamá querida": [(0, 0), (1, 1), (1, 3)]})
+    items = [item("[IN:CREATE_CALL call [SL:CONTACT mom ] ]")]
+    kept, _, _ = process_batch(items, config(tmp_path), TranslateAlignModels(translator, aligner))
+    assert kept[0]["parse"] == "[IN:CREATE_CALL llama [SL:CONTACT a ] mi [SL:CONTACT mamá ] querida ]"
+    assert kept[0]["projection_status"] == ["split"]
+    # hybrid: "mom" is not in the target lexically either, so alignment decides, one-word gaps filled
+    kept, _, _ = process_batch(items, config(tmp_path, method="hybrid"), TranslateAlignModels(translator, aligner))
+    assert kept[0]["parse"] == "[IN:CREATE_CALL llama [SL:CONTACT a mi mamá ] querida ]"
+
+
+def test_every_bad_input_is_dropped_with_its_reason_and_line(tmp_path):
+    translator = DictTranslator({"call mom": "", "set an alarm": "pon [una alarma"})
+    aligner = TableAligner({"pon música": [(0, 0)]})  # "music" gets no link
+    items = [
+        item("[IN:CREATE_CALL call [SL:CONTACT mom ]", where="f.tsv:1"),  # unbalanced
+        item("[IN:GET_DIRECTIONS to [SL:DESTINATION [IN:GET_LOCATION home ] ] ]", where="f.tsv:2"),  # nested
+        item("[IN:CREATE_CALL call [SL:CONTACT mom ] ]", utterance="  ", where="f.tsv:3"),  # empty utterance
+        item("[IN:CREATE_CALL call [SL:CONTACT mom ] ]", where="f.tsv:4"),  # empty translation
+        item("[IN:CREATE_ALARM set an [SL:X alarm ] ]", where="f.tsv:5"),  # bracket in the translation
+        item("[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] ]", where="f.tsv:6"),  # slot not aligned
+        item("[IN:PLAY_MUSIC play [SL:MUSIC_TYPE ] ]", where="f.tsv:7"),  # empty slot
+        item("[SL:X play ]", where="f.tsv:8"),  # slot as root
+    ]
+    kept, discarded, reasons = process_batch(items, config(tmp_path), TranslateAlignModels(translator, aligner))
+    assert kept == []
+    by_line = {row["source"]: row["reason"] for row in discarded}
+    assert by_line == {"f.tsv:1": "invalid_source", "f.tsv:2": "nested_source", "f.tsv:3": "empty_utterance",
+                       "f.tsv:4": "no_translation", "f.tsv:5": "invalid_tree", "f.tsv:6": "slots_lost",
+                       "f.tsv:7": "invalid_source", "f.tsv:8": "invalid_source"}
+    assert all(row["detail"].startswith(row["source"]) for row in discarded)
+    assert sum(reasons.values()) == len(items) and set(reasons) <= set(REASONS)
+    # the same slot kept when asked for: the parse keeps only what was projected, never a wrong tree
+    kept, _, _ = process_batch(items[5:6], config(tmp_path, keep_incomplete=True),
+                               TranslateAlignModels(translator, aligner))
+    assert kept[0]["parse"] == "[IN:PLAY_MUSIC pon música ]" and kept[0]["projection_status"] == ["unaligned"]
+
+
+def test_wrong_language_counted(tmp_path):
+    from crop_hf.synthesis.filters import LanguageIdFilter
+
+    english = "please tell me what the weather will be like tomorrow morning in London"
+    translator = DictTranslator({"weather": english})
+    kept, discarded, _ = process_batch([item("[IN:GET_WEATHER [SL:X weather ] ]")], config(tmp_path),
+                                       TranslateAlignModels(translator, TableAligner()),
+                                       LanguageIdFilter(["en", "es"]))
+    assert not kept and discarded[0]["reason"] == "wrong_language"
+
+
+def test_tsv_reader_keeps_lines_and_flags_rows_without_a_parse(tmp_path):
+    path = tmp_path / "en.tsv"
+    path.write_text("utterance\tparse\nset an alarm\t[IN:CREATE_ALARM set an alarm ]\n\nno parse here\n",
+                    encoding="utf-8")
+    items = list(iter_parse_inputs(path))
+    assert [(i.where, i.utterance) for i in items] == [("en.tsv:2", "set an alarm"), ("en.tsv:4", None)]
+    with pytest.raises(ValueError, match=r"en\.tsv:1: no column 'query'"):
+        list(iter_parse_inputs(path, utterance_column="query"))
+
+
+def test_run_writes_dataset_card_and_resumes_only_missing_shards(tmp_path):
+    parses = ["[IN:CREATE_ALARM set an alarm [SL:DATE_TIME for 7 am ] ]", "[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] ]",
+              "[IN:BROKEN", "[IN:CREATE_CALL call [SL:CONTACT mom ] ]", "[IN:PLAY_MUSIC play music ]"]
+    dataset = datasets.Dataset.from_dict({"parse": parses, "domain": ["alarm", "music", "x", "call", "music"]})
+    cfg = config(tmp_path, shard_size=2)
+    translator = DictTranslator()
+    result = translate_align(cfg, TranslateAlignModels(translator, TableAligner()), inputs=dataset)
+    assert result.statistics["input"] == 5 and result.statistics["kept"] == 4
+    assert result.statistics["invalid_source"] == 1
+    out = tmp_path / "out"
+    kept = datasets.load_from_disk(str(out / "dataset"))["train"]
+    assert kept["id"] == ["0", "1", "2", "3"] and kept["domain"] == ["alarm", "music", "call", "music"]
+    discarded = datasets.load_from_disk(str(out / "discarded"))["train"]
+    assert discarded["source"] == ["train:2"] and discarded["reason"] == ["invalid_source"]
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "invalid_source" in card and "| 5 | 4 |" in card
+    assert json.loads((out / "statistics.json").read_text())["kept"] == 4
+
+    # a finished run does no work; a missing shard is redone alone
+    shard_stats = sorted(out.glob("shards/*/es/*.json"))
+    assert len(shard_stats) == 3
+    shard_stats[1].unlink()
+    again = DictTranslator()
+    result = translate_align(cfg, TranslateAlignModels(again, TableAligner()), inputs=dataset)
+    assert again.calls == ["call mom"]  # shard 1 = rows 2 (invalid, never translated) and 3
+    assert result.statistics["kept"] == 4
+
+
+def test_command_with_tiny_m2m100_and_eflomal(tmp_path, tiny_m2m100, shared_data):
+    from crop_hf.cli import main
+
+    out = tmp_path / "run"
+    code = main(["translate-align", "--input", f"hinglish_top?data_dir={shared_data / 'hinglish-top'}",
+                 "--split", "validation", "--max_examples", "12", "--tgt_lang", "es", "--mt_model", str(tiny_m2m100),
+                 "--language_filter", "false", "--keep_incomplete", "true", "--num_beams", "1",
+                 "--max_new_tokens", "12", "--output_dir", str(out), "--show_progress", "false"])
+    assert code == 0
+    stats = json.loads((out / "statistics.json").read_text())
+    assert stats["input"] == 12 and sum(stats[r] for r in REASONS) + stats["kept"] == 12
+    kept = datasets.load_from_disk(str(out / "dataset"))["train"]
+    for row in kept:  # random weights translate badly, but every kept parse is a valid tree of its tokens
+        assert to_flat(parse(row["parse"])).tokens == row["tokens"]
+        assert row["source"].startswith("validation:")
+
+
+def test_hinglish_top_human_rewrite_projects_slots_well(tmp_path, shared_data):
+    """English parse -> human code-switched rewrite (standing in for MT), eflomal over all pairs."""
+    from crop_hf.alignment import EflomalAligner
+    from crop_hf.labels import tags_to_spans
+
+    folder = shared_data / "hinglish-top"
+    validation = list(iter_parse_inputs(folder / "validation.tsv"))
+    rewrite = {}
+    gold = {}
+    for line in (folder / "validation.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        en_query, cs_query, _, cs_parse, _ = line.split("\t")
+        rewrite[en_query.strip()] = cs_query.strip()
+        gold[cs_query.strip()] = cs_parse.strip()
+    cfg = config(tmp_path, tgt_lang="hi", method="hybrid", tokenization="whitespace", keep_incomplete=True)
+    kept, _, reasons = process_batch(validation, cfg, TranslateAlignModels(DictTranslator(rewrite), EflomalAligner()))
+    assert reasons["nested_source"] > 100  # Hinglish-TOP nests intents in slots in ~14% of rows
+    tp = predicted = expected = 0
+    for row in kept:
+        reference = gold[row["utterance"]]
+        if "[IN:" in reference[1:]:
+            continue  # nested gold parse
+        flat = to_flat(parse(reference))
+        if flat.tokens != row["tokens"]:
+            continue
+        ours = set(tags_to_spans(row["slot_tags"]))
+        theirs = set(flat.slots)
+        tp, predicted, expected = tp + len(ours & theirs), predicted + len(ours), expected + len(theirs)
+    f1 = 2 * tp / (predicted + expected)
+    assert expected > 1000 and f1 > 0.85, f1
+
+
+def test_tsv_run_reports_bad_lines_by_file_and_line(tmp_path):
+    path = tmp_path / "en.tsv"
+    path.write_bytes("\n".join([
+        "call mom\t[IN:CREATE_CALL call [SL:CONTACT mom ] ]",
+        "call dad\t[IN:CREATE_CALL call [SL:CONTACT dad ]",  # unbalanced
+        "\t[IN:CREATE_CALL call [SL:CONTACT mom ] ]",  # no utterance column value: the parse's words are used
+        "just text, no parse",
+    ]).encode("utf-8") + b"\nplay \xff music\t[IN:PLAY_MUSIC play music ]\n")
+    result = translate_align(config(tmp_path, input=str(path)), TranslateAlignModels(DictTranslator(), TableAligner()))
+    assert result.statistics["input"] == 5 and result.statistics["kept"] == 2
+    dropped = datasets.load_from_disk(str(tmp_path / "out" / "discarded"))["train"]
+    assert dropped["source"] == ["en.tsv:2", "en.tsv:4", "en.tsv:5"]
+    assert set(dropped["reason"]) == {"invalid_source"}
+    assert "never closed" in dropped["detail"][0] and "not valid UTF-8" in dropped["detail"][2]
+
+
+class _FakeState:
+    def __init__(self, index: int, count: int) -> None:
+        self.process_index, self.num_processes = index, count
+        self.is_main_process = index == 0
+        self.device = "cpu"
+
+    def wait_for_everyone(self) -> None:
+        pass
+
+
+def test_processes_split_shards_k_mod_n(tmp_path, monkeypatch):
+    import crop_hf.synthesis.runner as runner
+
+    parses = [f"[IN:CREATE_CALL call [SL:CONTACT n{i} ] ]" for i in range(7)]
+    dataset = datasets.Dataset.from_dict({"parse": parses})
+    cfg = config(tmp_path, shard_size=2)
+    translators = []
+    for index in (1, 0):  # the second process first: the main one merges what both wrote
+        monkeypatch.setattr(runner, "_state", lambda index=index: _FakeState(index, 2))
+        translators.append(DictTranslator())
+        result = translate_align(cfg, TranslateAlignModels(translators[-1], TableAligner()), inputs=dataset)
+    assert translators[0].calls == ["call n2", "call n3", "call n6"]  # shards 1 and 3
+    assert translators[1].calls == ["call n0", "call n1", "call n4", "call n5"]  # shards 0 and 2
+    assert result.statistics["kept"] == 7
+    kept = datasets.load_from_disk(str(tmp_path / "out" / "dataset"))["train"]
+    assert kept["source"] == [f"train:{i}" for i in range(7)]
