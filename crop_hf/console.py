@@ -70,13 +70,13 @@ class _MainProcessOnly(logging.Filter):
 def setup_logging(level: int = logging.INFO, fmt: str = LOG_FORMAT) -> None:
     """Log to stderr at ``level`` from the main process only, each repeated warning once (commands call this)."""
     root = logging.getLogger()
-    if not root.handlers:
-        logging.basicConfig(level=level, format=fmt)
+    if not root.handlers:  # handlers someone else set up (an application, pytest) are left as they are
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(fmt))
+        handler.addFilter(OnceFilter())
+        handler.addFilter(_MainProcessOnly())
+        root.addHandler(handler)
     root.setLevel(level)
-    for handler in root.handlers:
-        for kind in (OnceFilter, _MainProcessOnly):
-            if not any(isinstance(existing, kind) for existing in handler.filters):
-                handler.addFilter(kind())
     for noisy in ("httpx", "urllib3", "filelock", "fsspec"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     if not is_main_process():  # transformers and datasets log through their own handlers
