@@ -357,8 +357,9 @@ def test_demo_runs_every_stage_offline_and_says_it_is_a_smoke_run(tmp_path, caps
 
 
 def test_synthesize_help_lists_the_options_a_user_needs(capsys):
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exit_info:
         main(["synthesize", "--help"])
+    assert exit_info.value.code == 0
     text = capsys.readouterr().out
     for option in ("--target_langs", "--mt_model", "--ner_model", "--input", "--output_dir", "--batch_size",
                    "--num_beams", "--max_sentences", "--device", "--push_to_hub", "--source_lang"):
