@@ -5,6 +5,7 @@ Run from the repository root (about 30 minutes on 2 idle cores for every module)
     python benchmarks/mutation_score.py                    # mutate and test every module below
     python benchmarks/mutation_score.py markers seqlogical # only these modules
     python benchmarks/mutation_score.py --report           # print the last run's scores, run nothing
+    python benchmarks/mutation_score.py --retest           # after adding tests: rerun the last survivors
 
 It drives mutmut 3 (configured in ``setup.cfg``'s ``[mutmut]`` section): mutmut copies the package to
 ``mutants/``, runs the selected test files once to learn which tests call which function, then forks
@@ -169,6 +170,19 @@ def score(modules: dict[str, Module], equivalents: list[dict]) -> tuple[dict[str
     return scores, stale
 
 
+def forget_survivors(modules: dict[str, Module]) -> None:
+    """Mark surviving mutants unchecked in mutmut's result files, so the next ``mutmut run`` tests them again."""
+    for module in modules.values():
+        meta = ROOT / "mutants" / (module.path + ".meta")
+        if meta.exists():
+            data = json.loads(meta.read_text(encoding="utf-8"))
+            codes = data["exit_code_by_key"]
+            for name, code in codes.items():
+                if code is not None and code not in KILLED and selected(module, name):
+                    codes[name] = None
+            meta.write_text(json.dumps(data), encoding="utf-8")
+
+
 def _order(name: str) -> tuple[str, int]:
     head, _, n = name.rpartition("__mutmut_")
     return head, int(n)
@@ -202,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("modules", nargs="*", help=f"module labels (default all): {', '.join(MODULES)}")
     parser.add_argument("--report", action="store_true", help="only print the last run's results")
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--retest", action="store_true",
+                        help="forget the last run's verdicts on survivors and test them again (after new tests)")
     parser.add_argument("--quiet", action="store_true", help="scores only, no survivor diffs")
     args = parser.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULES]
@@ -209,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown modules {unknown}; choose from {list(MODULES)}")
     modules = {label: MODULES[label] for label in (args.modules or MODULES)}
     os.chdir(ROOT)
+    if args.retest:
+        forget_survivors(modules)
     if not args.report:
         globs = [g for module in modules.values() for g in mutant_globs(module)]
         started = time.monotonic()
