@@ -106,3 +106,29 @@ def test_hybrid_is_a_registry_row_the_pipeline_and_synthesis_share():
     out = ProjectionPipeline(method="hybrid")({"target": ["liz", "ghadi"], "source_tokens": ["timer", "Liz"],
                                                 "source_tags": ["B-METHOD", "B-NAME"], "alignment": "0-1"})
     assert out["tags"] == result.tags == ["B-NAME", "B-METHOD"]
+
+
+def test_longer_texts_are_placed_first_and_each_entity_keeps_its_source_index():
+    source = ["New", "York", "and", "New", "York", "City"]
+    tags = ["B-LOC", "I-LOC", "O", "B-ORG", "I-ORG", "I-ORG"]
+    result = project_hybrid(source, tags, "Vivo en New York City .", [])
+    # "New York City" claims its words before "New York", which then has no free copy and no link.
+    assert result.tags == ["O", "O", "B-ORG", "I-ORG", "I-ORG", "O"]
+    assert [(s.text, s.status) for s in result.statuses] == [("New York", "unaligned"), ("New York City", "found")]
+    assert [(e.source, e.match) for e in result.entities] == [(1, "exact")]
+    assert result.kept and not result.complete  # not dropped unless asked
+    assert not project_hybrid(source, tags, "Vivo en New York City .", [], drop_incomplete=True).kept
+
+
+def test_alignment_pass_joins_pieces_one_word_apart_by_default_and_reads_the_scheme():
+    source = ["Call", "Anna", "Maria", "now"]
+    tags = ["O", "S-NAME", "S-NAME", "O"]  # BIOES: two single-word names
+    target = ["ruf", "X", "jetzt", "Y", "an"]
+    links = [(1, 1), (2, 3)]
+    result = project_hybrid(source, tags, target, links, scheme="BIOES")
+    assert result.tags == ["O", "B-NAME", "O", "B-NAME", "O"]
+    assert [(e.source, e.match) for e in result.entities] == [(0, "alignment"), (1, "alignment")]
+    one = project_hybrid(source, ["O", "B-NAME", "I-NAME", "O"], ["ruf", "X", "a", "b", "Y", "an"], [(1, 1), (2, 4)])
+    assert one.tags == ["O", "B-NAME", "O", "O", "O", "O"]  # a two-word gap is not filled: the largest piece
+    filled = project_hybrid(source, ["O", "B-NAME", "I-NAME", "O"], ["ruf", "X", "a", "Y", "an"], [(1, 1), (2, 3)])
+    assert filled.tags == ["O", "B-NAME", "I-NAME", "I-NAME", "O"]  # a one-word gap is
