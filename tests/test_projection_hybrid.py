@@ -132,3 +132,23 @@ def test_alignment_pass_joins_pieces_one_word_apart_by_default_and_reads_the_sch
     assert one.tags == ["O", "B-NAME", "O", "O", "O", "O"]  # a two-word gap is not filled: the largest piece
     filled = project_hybrid(source, ["O", "B-NAME", "I-NAME", "O"], ["ruf", "X", "a", "Y", "an"], [(1, 1), (2, 3)])
     assert filled.tags == ["O", "B-NAME", "I-NAME", "I-NAME", "O"]  # a one-word gap is
+
+
+def test_alignment_pass_leaves_lexical_claims_alone_and_checks_its_links():
+    source, tags = ["Paris", "and", "Lyon"], ["B-LOC", "O", "B-ORG"]
+    target = ["Paris", "und", "Lyons"]  # "Lyon" is not found lexically
+    links = [(0, 0), (2, 0), (2, 2)]  # Lyon is linked to Paris's word too, which lexical matching claimed
+    result = project_hybrid(source, tags, target, links)
+    assert result.tags == ["B-LOC", "O", "B-ORG"]
+    assert sorted((e.token_start, e.source, e.match) for e in result.entities) == [(0, 0, "exact"), (2, 1, "alignment")]
+    assert [(s.text, s.label, s.status) for s in result.statuses] == [("Paris", "LOC", "found"),
+                                                                       ("Lyon", "ORG", "projected")]
+    with pytest.raises(ValueError, match="alignment link 9-0 is outside"):
+        project_hybrid(source, tags, target, [(9, 0)])
+
+
+def test_language_and_tokenization_reach_the_target_tokenizer():
+    for options in ({"tokenization": "characters"}, {"lang": "zh"}):
+        result = project_hybrid(["Paris"], ["B-LOC"], "inParis", [], **options)
+        assert result.tokenization == "characters" and result.tags == ["O", "O", "B-LOC"] + ["I-LOC"] * 4
+    assert project_hybrid(["Paris"], ["B-LOC"], "inParis", []).tags == ["O"]  # words: not found
