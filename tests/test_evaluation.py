@@ -47,6 +47,9 @@ def test_average_is_the_unweighted_mean_over_languages():
     mean = average_scores([a, b])
     assert mean.f1 == 0.5 and mean.sentences == 4  # not 0.75: languages weigh alike, as in the paper
     assert mean.per_type["PER"]["f1"] == 1.0 and mean.per_type["LOC"]["f1"] == 0.0
+    assert mean.per_type["PER"]["support"] == 3 and mean.per_type["LOC"]["support"] == 1  # summed, not averaged
+    assert mean.per_type["PER"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0, "support": 3}
+    assert average_scores([]) is None
 
 
 def test_table_and_all_results(tmp_path):

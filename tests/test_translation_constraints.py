@@ -120,3 +120,40 @@ def test_synthesis_passes_constrain_markers_to_the_translator(tiny_m2m100, tiny_
                              constrain_markers=True, output_dir=str(tmp_path))
     assert SynthesisModels.load(config, device=-1).translator.constrain_markers is True
     assert config.result_arguments()["constrain_markers"] is True  # a separate set of shards
+
+
+def test_state_machine_events_one_by_one():
+    """The rules of the module docstring on signature events, typed (slots 0 and 2) and untyped (2 pairs)."""
+    from crop_hf.translation.constraints import _apply, _State
+
+    def valid(events, n_slots=2, slots=(0, 2), state=None):
+        return _apply(state or _State({}, None, False, 0), events, n_slots, frozenset(slots)).valid
+
+    slot0, slot2, text = ("slot", 0), ("slot", 2), ("text",)
+    assert valid([slot0, text, slot0, slot2, text, slot2])
+    assert not valid([slot0, slot0])  # no text between a slot's markers (a marker token's own text counts)
+    assert valid([slot0, ("text",), slot0])
+    assert not valid([slot0, text, slot2])  # another slot inside an open one
+    assert not valid([("slot", 1)])  # not a slot of the source
+    assert not valid([slot0, text, slot0, slot0])  # a slot opens once
+    assert not valid([("garbled",)]) and not valid([text, ("garbled",), text])
+    # Untyped (brackets): pairs up to the source's count, never nested, never empty.
+    assert valid([("open",), text, ("close",), ("open",), text, ("close",)])
+    assert not valid([("open",), text, ("close",), ("open",)], n_slots=1)
+    assert not valid([("open",), ("open",)]) and not valid([("close",)]) and not valid([("open",), ("close",)])
+    # An invalid state stays invalid whatever follows.
+    assert not valid([text], state=_State({}, None, False, 0, valid=False))
+
+
+def test_end_of_sentence_is_allowed_exactly_when_every_slot_is_closed(tiny_m2m100):
+    from crop_hf.translation.constraints import _State
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_m2m100)
+    untyped = MarkerConstraintProcessor(MarkerVocabulary(tokenizer, "easyproject"), [[0, 1]], tokenizer.eos_token_id)
+    assert untyped._complete(_State({}, None, False, 2), 0)
+    assert not untyped._complete(_State({}, None, False, 1), 0)
+    assert not untyped._complete(_State({}, True, True, 2), 0)
+    typed = MarkerConstraintProcessor(MarkerVocabulary(tokenizer, "crop"), [[0, 2]], tokenizer.eos_token_id)
+    assert typed._complete(_State({0: 2, 2: 2}, None, False, 0), 0)
+    assert not typed._complete(_State({0: 2, 2: 1}, None, False, 0), 0)
+    assert not typed._complete(_State({0: 2, 2: 2}, None, False, 0, valid=False), 0)
