@@ -157,3 +157,32 @@ def test_end_of_sentence_is_allowed_exactly_when_every_slot_is_closed(tiny_m2m10
     assert typed._complete(_State({0: 2, 2: 2}, None, False, 0), 0)
     assert not typed._complete(_State({0: 2, 2: 1}, None, False, 0), 0)
     assert not typed._complete(_State({0: 2, 2: 2}, None, False, 0, valid=False), 0)
+
+
+class _Pieces:
+    """The part of a tokenizer MarkerVocabulary reads: its pieces and special ids."""
+
+    def __init__(self, pieces, specials):
+        self.pieces, self.all_special_ids = pieces, specials
+
+    def __len__(self):
+        return len(self.pieces)
+
+    def convert_ids_to_tokens(self, ids):
+        return [self.pieces[i] for i in ids]
+
+
+def test_vocabulary_signatures_spell_each_token_as_marker_events():
+    pieces = ["</s>", "▁Paris", "__SLOT0__", "▁__SLOT1__", "Paris__SLOT1__▁x", "__SLOT3", "▁", None, "a__SLOT3",
+              "▁__SLOT2__▁__SLOT2__", "[", "]▁", "a[", "SLOT3__"]
+    crop = MarkerVocabulary(_Pieces(pieces, [0]), "crop")
+    assert crop.signatures == {
+        2: (("slot", 0),), 3: (("slot", 1),), 4: (("text",), ("slot", 1), ("text",)), 5: (("garbled",),),
+        8: (("text",), ("garbled",)), 9: (("slot", 2), ("slot", 2)), 13: (("garbled",),)}
+    assert crop.text_tokens == {1, 10, 11, 12}  # not the special </s>, the bare space or the missing piece
+    assert crop.single_token_slots == {0, 1}  # slot 2 only comes as a pair in one token
+    assert crop.groups[(("garbled",),)] == [5, 13]
+    brackets = MarkerVocabulary(_Pieces(pieces, [0]), "easyproject")
+    assert {k: v for k, v in brackets.signatures.items() if k >= 10} == {
+        10: (("open",),), 11: (("close",),), 12: (("text",), ("open",))}
+    assert brackets.single_token_slots == set()
