@@ -341,6 +341,13 @@ def test_language_filter_is_restricted_to_the_languages_of_the_run(caplog):
     assert language_filter.accepts("Ich wohne seit zehn Jahren in Hamburg und arbeite dort.", "de")
     assert not language_filter.accepts("I have lived in Hamburg for ten years and work there.", "de")
     assert language_filter.accepts("anything at all", "yo")  # cannot be checked: passes
+    assert language_filter.unsupported == ["yo"]
+    assert language_filter.identify("Ich wohne seit zehn Jahren in Hamburg und arbeite dort.") == "de"
+    # Restricted to de/en, an English sentence is never identified as, say, Dutch or Frisian.
+    assert language_filter.identify("Ik woon al tien jaar in Hamburg en werk daar.") in ("de", "en")
+    # One known language leaves nothing to tell apart: every text passes.
+    alone = LanguageIdFilter(["de", "yo"])
+    assert alone.languages == ["de"] and alone.accepts("I have lived in Hamburg for ten years.", "de")
 
 
 def test_inputs_stream_from_templates_folders_and_datasets(raw_dir, tmp_path):
@@ -443,3 +450,45 @@ def test_self_training_reads_what_synthesis_writes(raw_dir, tmp_path, tiny_xlmr_
         assert line.split()[1] == str(rules.count(rule)) and RULE_MEANINGS[rule] in line
     dropped = sum(int(line.rsplit(":", 1)[1]) for line in printed.splitlines() if line.strip().startswith("dropped ("))
     assert len(corpus) - kept + dropped == sum(s["input"] - s["kept"] for s in result.statistics.values())
+
+
+def test_tagger_entities_become_trimmed_non_overlapping_character_spans():
+    from crop_hf.synthesis.stages import _entity_spans
+
+    text = "Anna  met Peter Smith in Hamburg"
+    entities = [{"start": 0, "end": 6, "entity_group": "PER"},  # "Anna  ": trailing spaces trimmed
+                {"start": 9, "end": 21, "entity_group": "PER"},  # " Peter Smith": leading space trimmed
+                {"start": 16, "end": 21, "entity_group": "ORG"},  # overlaps the previous span: dropped
+                {"start": 21, "end": 22, "entity_group": "LOC"},  # only a space: dropped
+                {"start": 25, "end": 32, "entity_group": "LOC"}]
+    assert _entity_spans(text, entities) == [{"start": 0, "end": 4, "label": "PER"},
+                                             {"start": 10, "end": 21, "label": "PER"},
+                                             {"start": 25, "end": 32, "label": "LOC"}]
+    # A span may start exactly where the previous one ends.
+    assert _entity_spans("ab", [{"start": 0, "end": 1, "entity_group": "A"}, {"start": 1, "end": 2, "entity_group": "B"}]
+                         ) == [{"start": 0, "end": 1, "label": "A"}, {"start": 1, "end": 2, "label": "B"}]
+
+
+def test_a_refused_batch_is_retried_record_by_record_and_other_errors_propagate(caplog):
+    from crop_hf.synthesis.stages import _each_or_none
+
+    calls = []
+
+    def call(items):
+        calls.append(list(items))
+        if "bad" in items:
+            raise ValueError("cannot mark 'bad'")
+        return [item.upper() for item in items]
+
+    assert _each_or_none(call, ["a", "bad", "c"]) == ["A", None, "C"]
+    assert calls == [["a", "bad", "c"], ["a"], ["bad"], ["c"]]
+    assert "a batch of 3 failed" in caplog.text and "dropping a record the pipeline refused" in caplog.text
+    calls.clear()
+    assert _each_or_none(call, ["a", "c"]) == ["A", "C"] and calls == [["a", "c"]]  # one call when all is well
+    assert _each_or_none(call, []) == [] and calls == [["a", "c"]]  # no call for nothing
+
+    def out_of_memory(items):
+        raise RuntimeError("CUDA out of memory")
+
+    with pytest.raises(RuntimeError, match="out of memory"):
+        _each_or_none(out_of_memory, ["a"])
