@@ -188,3 +188,18 @@ def test_self_train_command(learned, task_corpora, tmp_path, capsys):  # noqa: F
     assert set(corpus["lang"]) == {"en", "xx"}
     # Odd rows have no projected tags: the source model tagged them, and as it is the same model, they agree.
     assert "agree" in rules and "synthesis" in out
+
+
+def test_projected_tags_are_read_from_either_column_and_empty_means_none():
+    import datasets
+
+    from crop_hf.self_training import _source_tag_strings
+
+    tokens = [["a", "b"], ["c"], ["d"]]
+    for column in ("projected_tags", "source_tags"):  # synthesis's name, and the one older corpora used
+        rows = datasets.Dataset.from_dict({"tokens": tokens, column: [["B-PER", "O"], [], None]})
+        assert _source_tag_strings(rows) == [["B-PER", "O"], None, None]
+    both = datasets.Dataset.from_dict({"tokens": tokens, "projected_tags": [["O", "O"], ["O"], ["O"]],
+                                       "source_tags": [["B-PER", "O"], ["O"], ["O"]]})
+    assert _source_tag_strings(both)[0] == ["O", "O"]  # the current name wins
+    assert _source_tag_strings(datasets.Dataset.from_dict({"tokens": tokens})) == [None, None, None]
