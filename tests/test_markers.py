@@ -358,6 +358,11 @@ def test_easyproject_matching_threshold_and_most_confident_span_first():
     assert _brackets(result) == (True, [("Ann", "PER", 1), ("Anna", "PER", 0), ("Berlin", "LOC", 2)], [])
     # The same name with two labels: the span is ambiguous, not guessed.
     washington = mark_tokens(["Washington", "met", "Washington"], [(0, 1, "PER"), (2, 3, "LOC")], style="easyproject")
-    assert _brackets(extract(washington, "[ Washington ] traf [ Washington ]", {0: "Washington", 1: "Washington"})) == (
+    assert _brackets(extract(washington, "[ Xyz ] [ Washington ] traf [ Washington ]",
+                             {0: "Washington", 1: "Washington"})) == (
         False, [], [(None, "ambiguous", None, "Washington"), (None, "ambiguous", None, "Washington"),
-                    (0, "missing", "PER", None), (1, "missing", "LOC", None)])
+                    (None, "unmatched", None, "Xyz"), (0, "missing", "PER", None), (1, "missing", "LOC", None)])
+    # A slot without an entity translation matches nothing, whatever the span says.
+    marked = mark_tokens(["Anna", "in", "Hamburg"], [(0, 1, "PER"), (2, 3, "LOC")], style="easyproject")
+    assert _brackets(extract(marked, "[ Anna ] in [ xxxx ]", {0: "Anna"})) == (
+        False, [("Anna", "PER", 0)], [(None, "unmatched", None, "xxxx"), (1, "missing", "LOC", None)])
