@@ -35,6 +35,7 @@ def test_scores_are_seqeval_entity_micro_scores():
     assert scores.per_type["PER"]["f1"] == 1.0 and scores.per_type["LOC"]["f1"] == 0.0
     assert scores.per_type["ORG"] == {"precision": 0.5, "recall": 1.0, "f1": pytest.approx(2 / 3), "support": 1}
     assert scores.per_type["LOC"]["support"] == 1 and scores.sentences == 2
+    assert list(scores.per_type) == ["LOC", "MISC", "ORG", "PER"]  # entity types only, sorted; no averages
     with pytest.raises(ValueError, match="2 reference sentences but 1 predicted"):
         score_tags(refs, preds[:1])
     with pytest.raises(ValueError, match="sentence 0: 2 reference tags but 1"):

@@ -118,6 +118,7 @@ def test_statuses_text_links_and_ownership_on_small_cases():
                                [(0, 0), (0, 1), (1, 2)])
     assert result.tags == ["O", "B-LOC", "I-LOC", "O"]  # the comma at the run's edge is trimmed
     assert [(s.text, s.label, s.status) for s in result.statuses] == [("New York", "LOC", "projected")]
+    assert result.method == "alignment"
     with pytest.raises(ValueError, match=r"alignment link 0-4 is outside the sentences \(4 source and 4 target"):
         project_alignment(source, ["B-LOC", "I-LOC", "O", "O"], ["a", "b", "c", "d"], [(0, 4)])
     # Without source words, string tags give the source length; (start, end, label) spans do not limit it.
@@ -135,6 +136,10 @@ def test_statuses_text_links_and_ownership_on_small_cases():
 
 
 def test_scheme_language_and_tokenization_reach_the_readers():
+    from crop_hf.projection.alignment import source_spans
+
+    assert source_spans(["B-LOC", "I-LOC", "O"]) == [Span(0, 2, "LOC")]  # IOB2 by default
+    assert source_spans([(1, 3, "PER")]) == [Span(1, 3, "PER")]
     bioes = project_alignment(["Anna", "Maria"], ["S-PER", "S-PER"], ["Anna", "y", "Maria"], [(0, 0), (1, 2)],
                               scheme="BIOES")
     assert bioes.tags == ["B-PER", "O", "B-PER"]
