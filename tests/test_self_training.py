@@ -75,7 +75,7 @@ def test_union_adds_source_spans_that_touch_but_do_not_overlap_the_multilingual_
 
 def test_without_source_labels_the_multilingual_labels_are_used():
     assert combine_labels(None, ["O", "I-PER"]) == (["O", "B-PER"], "multilingual")  # stray I- repaired
-    with pytest.raises(ValueError, match="unknown combination rule .vote.; expected one of union, intersection, multilingual$"):
+    with pytest.raises(ValueError, match=r"unknown combination rule .vote.; expected one of union, intersection, multilingual$"):
         combine_labels(["O"], ["O"], rule="vote")
 
 
