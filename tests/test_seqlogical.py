@@ -139,3 +139,13 @@ def test_flatten_top_level_reads_a_string():
     text = "[IN:A x [SL:B y ] ]"
     assert flatten_top_level(text) == flatten_top_level(parse(text))
     assert flatten_top_level(text)[0].slot_tags == ["O", "B-B"]
+
+
+def test_labels_split_at_their_first_colon_and_errors_say_what_was_expected():
+    assert parse("[IN:A:B x [SL:C:D y ] ]").label == "IN:A:B"  # a colon inside a name is part of it
+    with pytest.raises(ParseError, match=r"^label 'XX:A' must start with 'IN:' or 'SL:'"):
+        parse("[XX:A x ]")
+    with pytest.raises(ValueError, match=r"^the root of a parse must be an intent, got 'SL:A'$"):
+        to_flat(Tree("SL", "A", ["x"]))
+    with pytest.raises(ValueError, match=r"^give exactly one of `slots` and `slot_tags`$"):
+        from_flat(["x"], "IN:A")
