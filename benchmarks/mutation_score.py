@@ -126,6 +126,7 @@ def load_equivalents(path: Path = EQUIVALENTS_FILE) -> list[dict]:
 @dataclass
 class Score:
     killed: int = 0
+    unchecked: int = 0  # not run yet (an interrupted run): not in the score
     survivors: list[tuple[str, str]] = field(default_factory=list)  # (name, diff)
     equivalent: list[tuple[str, str]] = field(default_factory=list)  # (name, reason)
 
@@ -149,7 +150,10 @@ def score(modules: dict[str, Module], equivalents: list[dict]) -> tuple[dict[str
             continue
         codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
         for name, code in sorted(codes.items(), key=lambda kv: _order(kv[0])):
-            if not selected(module, name) or code is None:
+            if not selected(module, name):
+                continue
+            if code is None:
+                result.unchecked += 1
                 continue
             if code in KILLED:
                 result.killed += 1
@@ -195,7 +199,9 @@ def report(scores: dict[str, Score], stale: list[dict], show_survivors: bool = T
         ratio = result.killed / result.counted if result.counted else float("nan")
         ok &= not result.counted or ratio >= TARGET
         rows.append(f"{label:<26} {result.killed:>5}/{result.counted:<5} {ratio:7.1%}   "
-                    f"equivalent {len(result.equivalent):>3}   survivors {len(result.survivors):>3}")
+                    f"equivalent {len(result.equivalent):>3}   survivors {len(result.survivors):>3}"
+                    + (f"   NOT RUN {result.unchecked}" if result.unchecked else ""))
+        ok &= not result.unchecked
     if show_survivors:
         for label, result in scores.items():
             for name, diff in result.survivors:
