@@ -174,8 +174,9 @@ def score(modules: dict[str, Module], equivalents: list[dict]) -> tuple[dict[str
     return scores, stale
 
 
-def forget_survivors(modules: dict[str, Module]) -> None:
-    """Mark surviving mutants unchecked in mutmut's result files, so the next ``mutmut run`` tests them again."""
+def forget_survivors(modules: dict[str, Module]) -> list[str]:
+    """Mark surviving mutants unchecked in mutmut's result files, so ``mutmut run`` tests them again; their names."""
+    names = []
     for module in modules.values():
         meta = ROOT / "mutants" / (module.path + ".meta")
         if meta.exists():
@@ -184,7 +185,9 @@ def forget_survivors(modules: dict[str, Module]) -> None:
             for name, code in codes.items():
                 if code is not None and code not in KILLED and selected(module, name):
                     codes[name] = None
+                    names.append(name)
             meta.write_text(json.dumps(data), encoding="utf-8")
+    return names
 
 
 def _order(name: str) -> tuple[str, int]:
@@ -231,10 +234,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown modules {unknown}; choose from {list(MODULES)}")
     modules = {label: MODULES[label] for label in (args.modules or MODULES)}
     os.chdir(ROOT)
-    if args.retest:
-        forget_survivors(modules)
-    if not args.report:
-        globs = [g for module in modules.values() for g in mutant_globs(module)]
+    # --retest runs only the last survivors (mutants a run did not reach stay for a full run).
+    retest = forget_survivors(modules) if args.retest else None
+    if not args.report and retest != []:
+        globs = retest or [g for module in modules.values() for g in mutant_globs(module)]
         started = time.monotonic()
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # mutmut puts mutants/ first
         subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children), *globs],
