@@ -172,3 +172,14 @@ def test_pharaoh_items_need_digits_on_both_sides_of_one_dash():
             parse_pharaoh(f"0-0 {item}")
     with pytest.raises(ValueError, match=r"^line 3: expected"):
         parse_pharaoh("a-b", where="line 3")
+
+
+def test_symmetrize_defaults_to_grow_diag_final_and_and_names_the_methods():
+    from crop_hf.alignment.symmetrize import SYMMETRIZATION_METHODS, symmetrize
+
+    forward, reverse = [(0, 0), (1, 1), (2, 1)], [(0, 0), (1, 1), (1, 2)]
+    assert symmetrize(forward, reverse) == symmetrize(forward, reverse, "grow-diag-final-and")
+    assert symmetrize(forward, reverse) != symmetrize(forward, reverse, "intersection")
+    with pytest.raises(ValueError, match=r"^unknown symmetrization 'union-ish'; expected one of (.+)$") as info:
+        symmetrize(forward, reverse, "union-ish")
+    assert str(info.value).endswith(", ".join(SYMMETRIZATION_METHODS))
