@@ -142,3 +142,14 @@ def test_transition_scores_start_small_and_of_both_signs():
         values = parameter.detach().flatten()
         assert float(values.abs().max()) <= 0.1
         assert float(values.min()) < 0 < float(values.max())
+
+
+def test_bio_constraints_matrix_on_two_types():
+    labels = ["O", "B-A", "I-A", "B-B", "I-B", "B-A-X", "I-A-X"]  # a type may hold a dash
+    start, allowed = bio_constraints(labels)
+    assert start == [True, True, False, True, False, True, False]
+    follows = {(labels[i], labels[j]) for i in range(len(labels)) for j in range(len(labels)) if allowed[i][j]}
+    everything_but_i = {(a, b) for a in labels for b in labels if not b.startswith("I-")}
+    assert follows == everything_but_i | {("B-A", "I-A"), ("I-A", "I-A"), ("B-B", "I-B"), ("I-B", "I-B"),
+                                          ("B-A-X", "I-A-X"), ("I-A-X", "I-A-X")}
+    assert is_valid_bio(["B-A-X", "I-A-X"]) and not is_valid_bio(["B-A", "I-A-X"])
