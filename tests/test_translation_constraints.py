@@ -186,3 +186,21 @@ def test_vocabulary_signatures_spell_each_token_as_marker_events():
     assert {k: v for k, v in brackets.signatures.items() if k >= 10} == {
         10: (("open",),), 11: (("close",),), 12: (("text",), ("open",))}
     assert brackets.single_token_slots == set()
+
+
+def test_processor_reads_every_row_token_by_default_and_any_eos_form(tiny_m2m100):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_m2m100)
+    vocabulary = MarkerVocabulary(tokenizer, "crop")
+    slot0 = tokenizer.convert_tokens_to_ids("__SLOT0__")
+    word = next(iter(sorted(vocabulary.text_tokens)))
+    eos = tokenizer.eos_token_id
+    scores = torch.zeros(1, len(tokenizer))
+    # The row starts with the marker itself: with prompt_length 0 it is read, so the slot is closed.
+    done = MarkerConstraintProcessor(vocabulary, [[0]], eos)(torch.tensor([[slot0, word, slot0]]), scores.clone())
+    assert done[0, eos] == 0 and done[0, slot0] == float("-inf")
+    skipped = MarkerConstraintProcessor(vocabulary, [[0]], eos, prompt_length=1)
+    assert skipped(torch.tensor([[slot0, word, slot0]]), scores.clone())[0, eos] == float("-inf")  # one marker seen
+    other = sorted(vocabulary.text_tokens)[1]  # a plain word, standing in for a second end-of-sentence id
+    for eos_form, banned in ((None, []), (eos, [eos]), ([eos, other], [eos, other])):
+        out = MarkerConstraintProcessor(vocabulary, [[0]], eos_form)(torch.tensor([[word]]), scores.clone())[0]
+        assert [i for i in (eos, other) if out[i] == float("-inf")] == banned  # slot 0 unused: no end yet
