@@ -298,7 +298,10 @@ def test_corrupted_brackets_never_raise_and_keep_labels_of_their_own_text(case, 
     entity_translations = {entity.slot: entity.text for entity in marked.entities}
     result = extract(marked, translation, entity_translations)
     assert result.complete == (len(result.entities) == len(marked.entities) and not result.failures)
-    if not noise:  # the translation is the marked source itself: every entity comes back
+    texts = {" ".join(entity.text.split()).casefold() for entity in marked.entities}
+    if not noise and len(texts) == len(marked.entities):
+        # The marked source itself, each entity with its own text: every entity comes back. (Two
+        # entities with one text but different labels are ambiguous by design.)
         assert result.complete and [e.slot for e in result.entities] == [e.slot for e in marked.entities]
     for entity in result.entities:
         assert result.translation[entity.start : entity.end] == entity.text != ""
