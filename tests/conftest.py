@@ -25,12 +25,28 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("CROP_HF_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
+REAL_DATA_SKIP = "real corpora not found at"
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """``../shared/data`` (or ``$CROP_HF_SHARED_DATA``); tests using it skip when it is absent."""
+    """``../shared/data`` (or ``$CROP_HF_SHARED_DATA``); tests using it skip when it is absent.
+
+    Every real-data test takes this fixture, so the summary below can count the ones that did not run."""
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"real corpora not found at {SHARED_DATA}")
+        pytest.skip(f"{REAL_DATA_SKIP} {SHARED_DATA}")
     return SHARED_DATA
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Say once how many real-data tests skipped: a clone without ``../shared/data`` should notice."""
+    skipped = [report for report in terminalreporter.stats.get("skipped", [])
+               if REAL_DATA_SKIP in str(getattr(report, "longrepr", ""))]
+    if skipped:
+        terminalreporter.write_sep("=", "real corpora", yellow=True)
+        terminalreporter.write_line(
+            f"{len(skipped)} real-data tests did not run: {REAL_DATA_SKIP} {SHARED_DATA} "
+            "(put the corpora there or set CROP_HF_SHARED_DATA)")
 
 
 @pytest.fixture(scope="session")

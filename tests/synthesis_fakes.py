@@ -49,6 +49,33 @@ class FakeTranslator:
         return outputs
 
 
+class WordByWordTranslator(FakeTranslator):
+    """Translates word by word with ``words[(src_lang, tgt_lang)]``; unknown words (names) stay as they are.
+
+    Markers pass through untouched, so labeled back-translation keeps every entity; a sentence whose
+    words are not in the dictionary stays in its own language, which the language filter can catch.
+    Every text it is asked to translate is recorded in ``seen``.
+    """
+
+    def __init__(self, words: dict[tuple[str, str], dict[str, str]]) -> None:
+        super().__init__()
+        self.words = words
+        self.seen: list[str] = []
+
+    def __call__(self, records, src_lang, tgt_lang, num_return_sequences=1, **kwargs):
+        table = self.words.get((src_lang, tgt_lang), {})
+        outputs = []
+        for record in records:
+            text = record if isinstance(record, str) else record["text"]
+            self.seen.append(text)
+            marked = mark_text(text, [] if isinstance(record, str) else record["entities"])
+            translation = " ".join(table.get(word, word) for word in marked.text.split())
+            result = extract(marked, translation).as_dict()
+            result.update(hypotheses_tried=1, source=marked.source, marked_source=marked.text)
+            outputs.append(result)
+        return outputs
+
+
 class FakeTagger:
     def __call__(self, texts, batch_size=None):
         results = []

@@ -161,3 +161,25 @@ def test_pharaoh_round_trip_and_errors():
         parse_pharaoh("0-0 1:2", where="line 7")
     with pytest.raises(ValueError, match="unknown symmetrization 'gdfa'"):
         symmetrize([], [], "gdfa")
+
+
+def test_pharaoh_items_need_digits_on_both_sides_of_one_dash():
+    from crop_hf.alignment.symmetrize import parse_pharaoh
+
+    assert parse_pharaoh(" 2-1  0-0 2-1 ") == [(0, 0), (2, 1)]
+    for item in ("x-1", "0-x", "01", "-1", "1-"):
+        with pytest.raises(ValueError, match=f"^alignment: expected Pharaoh links such as '0-1 2-3', got '{item}'$"):
+            parse_pharaoh(f"0-0 {item}")
+    with pytest.raises(ValueError, match=r"^line 3: expected"):
+        parse_pharaoh("a-b", where="line 3")
+
+
+def test_symmetrize_defaults_to_grow_diag_final_and_and_names_the_methods():
+    from crop_hf.alignment.symmetrize import SYMMETRIZATION_METHODS, symmetrize
+
+    forward, reverse = [(0, 0), (1, 1), (2, 1)], [(0, 0), (1, 1), (1, 2)]
+    assert symmetrize(forward, reverse) == symmetrize(forward, reverse, "grow-diag-final-and")
+    assert symmetrize(forward, reverse) != symmetrize(forward, reverse, "intersection")
+    with pytest.raises(ValueError, match=r"^unknown symmetrization 'union-ish'; expected one of (.+)$") as info:
+        symmetrize(forward, reverse, "union-ish")
+    assert str(info.value).endswith(", ".join(SYMMETRIZATION_METHODS))

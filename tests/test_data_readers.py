@@ -300,3 +300,106 @@ def test_a_line_that_is_not_utf8_names_file_and_line_or_is_skipped(tmp_path, rea
     skipped = SkippedRecords()
     assert len(list(read(path, errors="skip", skipped=skipped))) == 2
     assert dict(skipped.counts) == {"encoding": 1}
+
+
+# --------------------------------------------------------------------------- exact behaviour on small inputs
+
+
+def _source(name: str, text: str):
+    return (name, io.BytesIO(text.encode("utf-8")))
+
+
+def _error(reader, name: str, text: str, **options) -> tuple:
+    with pytest.raises(FormatError) as info:
+        list(reader(_source(name, text), **options))
+    error = info.value
+    return error.path, error.line, error.expected, error.found, error.reason
+
+
+
+NORNE = (
+    "# sent_id = 1\n"
+    "1\tJeg\tjeg\tPRON\t_\t_\t2\tnsubj\t_\tname=O\n"
+    "2-3\tbor i\t_\t_\t_\t_\t_\t_\t_\t_\n"  # a multiword token: not a word of the sentence
+    "2\tbor\tbo\tVERB\t_\t_\t0\troot\t_\tname=O\n"
+    "3\ti\ti\tADP\t_\t_\t4\tcase\t_\tSpaceAfter=No|name=O\n"
+    "3.1\tx\tx\tX\t_\t_\t_\t_\t_\tname=O\n"  # an empty node: not a word either
+    "4\tOslo\tOslo\tPROPN\t_\t_\t2\tobl\t_\tname=B-GPE_LOC  \n"
+    "\n\n"
+    "1\tKari\tKari\tPROPN\t_\t_\t0\troot\t_\tname=B-PER\n"
+)
+
+
+def test_conllu_reads_words_skips_multiword_tokens_and_empty_nodes():
+    sentences = list(read_conllu_ner(_source("no.conllu", NORNE)))
+    assert sentences == [(["Jeg", "bor", "i", "Oslo"], ["O", "O", "O", "B-LOC"], 2, None),
+                         (["Kari"], ["B-PER"], 10, None)]
+    assert _error(read_conllu_ner, "no.conllu", "1\tJeg\tjeg\tPRON\t_\t_\t2\tnsubj\t_\n") == (
+        "no.conllu", 1, "10 tab-separated CoNLL-U columns", "1\tJeg\tjeg\tPRON\t_\t_\t2\tnsubj\t_", "columns")
+    assert _error(read_conllu_ner, "no.conllu", "1\tJeg\tjeg\tPRON\t_\t_\t2\tnsubj\t_\tSpaceAfter=No\n") == (
+        "no.conllu", 1, "a 'name=' entry in the MISC column", "SpaceAfter=No", "tag")
+    assert _error(read_conllu_ner, "no.conllu", "# c\n1\tX\tx\tX\t_\t_\t0\troot\t_\tname=B-FOO\n",
+                  label_map={"FOO": "FOO"}) == (
+        "no.conllu", 2, "a tag among O, B-PER, I-PER, B-ORG, I-ORG, B-LOC, I-LOC, B-MISC, I-MISC", "B-FOO", "label")
+
+
+def test_conllu_skip_mode_counts_and_names_the_file(caplog):
+    skipped = SkippedRecords()
+    text = "1\tJeg\tjeg\tPRON\t_\t_\t2\tnsubj\t_\tSpaceAfter=No\n\n" + NORNE
+    with caplog.at_level(logging.WARNING):
+        sentences = list(read_conllu_ner(_source("no.conllu", text), errors="skip", skipped=skipped))
+    assert [s.tokens for s in sentences] == [["Jeg", "bor", "i", "Oslo"], ["Kari"]]
+    assert dict(skipped.counts) == {"tag": 1}
+    assert "no.conllu: skipped 1 malformed records" in caplog.text
+
+
+def test_panx_reads_language_prefixes_and_reports_what_is_wrong():
+    text = "de:Angela\tB-PER\nde:3:57,22\tO\n\n\nen:New York\tB-LOC\n"
+    assert list(read_panx(_source("panx.tsv", text))) == [(["Angela", "3:57,22"], ["B-PER", "O"], 1, "de"),
+                                                          (["New York"], ["B-LOC"], 5, "en")]
+    for line in ("de:Angela B-PER", "Angela\tB-PER", "de:\tO", ":x\tO", "de:x\t "):
+        assert _error(read_panx, "panx.tsv", line + "\n") == ("panx.tsv", 1, "'lang:token<TAB>TAG'", line, "columns")
+    assert _error(read_panx, "panx.tsv", "de:x\tO\nen:y\tO\n") == (
+        "panx.tsv", 2, "the language prefix 'de:' of the sentence", "en:y\tO", "lang")
+    assert _error(read_panx, "panx.tsv", "de:x\tB-FOO\n") == (
+        "panx.tsv", 1, "a tag among O, B-PER, I-PER, B-ORG, I-ORG, B-LOC, I-LOC", "B-FOO", "label")
+
+
+def test_conll_columns_separators_and_tag_errors_are_exact():
+    text = "Angela NNP B-PER\nMerkel NNP I-PER\n\n\nParis NNP B-LOC\n"
+    assert list(read_conll(_source("a.conll", text))) == [(["Angela", "Merkel"], ["B-PER", "I-PER"], 1, None),
+                                                           (["Paris"], ["B-LOC"], 5, None)]
+    tabbed = list(read_conll(_source("a.tsv", "New York\tB-LOC\n"), separator="\t"))
+    assert tabbed == [(["New York"], ["B-LOC"], 1, None)]
+    assert _error(read_conll, "a.tsv", "New York\t\tB-LOC\n", separator="\t") == (
+        "a.tsv", 1, "2 to 5 non-empty columns with the tag last", "New York\t\tB-LOC", "columns")
+    assert _error(read_conll, "a.conll", "x y B-PER\n", min_columns=2, max_columns=2) == (
+        "a.conll", 1, "2 non-empty columns with the tag last", "x y B-PER", "columns")
+    assert _error(read_conll, "a.conll", "x\n") == ("a.conll", 1, "2 to 5 non-empty columns with the tag last", "x",
+                                                   "columns")
+    assert _error(read_conll, "a.conll", "x O\ny PER\n") == (
+        "a.conll", 2, "a tag such as 'O', 'B-PER' or 'I-PER' in the last column", "PER", "tag")
+    for scheme, tag in (("IOB2", "E-PER"), ("IOB1", "S-PER")):
+        assert _error(read_conll, "a.conll", f"x O\ny {tag}\n", scheme=scheme) == (
+            "a.conll", 2, f"an {scheme} tag (prefix B or I)", tag, "tag")
+    assert _error(read_conll, "a.conll", "x B-FOO\n", label_map={"PER": "PER", "LOC": None}) == (
+        "a.conll", 1, "an entity type among PER, LOC", "B-FOO", "label")
+    assert _error(read_conll, "a.conll", "x O\ny B-FOO\n") == (
+        "a.conll", 2, "a tag among O, B-PER, I-PER, B-ORG, I-ORG, B-LOC, I-LOC, B-MISC, I-MISC", "B-FOO", "label")
+    with pytest.raises(ValueError, match="unknown tag scheme 'IOB3'; expected IOB1, IOB2 or BIOES"):
+        list(read_conll(_source("a.conll", "x I-PER\n"), scheme="IOB3"))
+    # Without a label set any IOB2 tag passes; IOB1 is converted even when every tag is known.
+    assert next(read_conll(_source("a.conll", "x B-FOO\n"), label_set=None)).tags == ["B-FOO"]
+    assert next(read_conll(_source("a.conll", "x I-PER\ny I-PER\n"), scheme="IOB1")).tags == ["B-PER", "I-PER"]
+    mapped = next(read_conll(_source("a.conll", "x B-PER\ny B-LOC\n"), label_map={"PER": "ORG", "LOC": None}))
+    assert mapped.tags == ["B-ORG", "O"]
+
+
+def test_bioes_reads_the_tab_separated_nodalida_columns():
+    text = "1\tKari\tkari\tPROPN\tS-PRS\n2\tbor\tbo\tVERB\tO\n3\tNew York\tny\tPROPN\tB-GEO\n4\tCity\tc\tX\tE-GEO\n"
+    assert list(read_bioes(_source("a.bioes", text))) == [
+        (["Kari", "bor", "New York", "City"], ["B-PER", "O", "B-LOC", "I-LOC"], 1, None)]
+    assert _error(read_bioes, "a.bioes", "1\tx\tx\tX\tO\tO\n") == (
+        "a.bioes", 1, "5 non-empty columns with the tag last", "1\tx\tx\tX\tO\tO", "columns")
+    assert _error(read_bioes, "a.bioes", "1\tx\tx\tX\tS-PRS\n", label_map={"PRS": "FOO"}) == (
+        "a.bioes", 1, "a tag among O, B-PER, I-PER, B-ORG, I-ORG, B-LOC, I-LOC, B-MISC, I-MISC", "B-FOO", "label")

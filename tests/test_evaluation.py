@@ -26,12 +26,18 @@ from crop_hf.evaluation import (
 
 
 def test_scores_are_seqeval_entity_micro_scores():
+    # 3 reference entities, 4 predicted, 2 right: precision and recall differ, so a swap shows.
     refs = [["B-PER", "I-PER", "O", "B-LOC"], ["B-ORG", "O"]]
-    preds = [["B-PER", "I-PER", "O", "B-ORG"], ["B-ORG", "O"]]
+    preds = [["B-PER", "I-PER", "O", "B-ORG"], ["B-ORG", "B-MISC"]]
     scores = score_tags(refs, preds)
-    assert (scores.precision, scores.recall) == (2 / 3, 2 / 3)
+    assert (scores.precision, scores.recall) == (2 / 4, 2 / 3)
+    assert scores.f1 == pytest.approx(2 * (1 / 2) * (2 / 3) / (1 / 2 + 2 / 3))
     assert scores.per_type["PER"]["f1"] == 1.0 and scores.per_type["LOC"]["f1"] == 0.0
+    assert scores.per_type["ORG"] == {"precision": 0.5, "recall": 1.0, "f1": pytest.approx(2 / 3), "support": 1}
     assert scores.per_type["LOC"]["support"] == 1 and scores.sentences == 2
+    assert list(scores.per_type) == ["LOC", "MISC", "ORG", "PER"]  # entity types only, sorted; no averages
+    with pytest.raises(ValueError, match="2 reference sentences but 1 predicted"):
+        score_tags(refs, preds[:1])
     with pytest.raises(ValueError, match="sentence 0: 2 reference tags but 1"):
         score_tags([["O", "O"]], [["O"]])
 
@@ -42,6 +48,9 @@ def test_average_is_the_unweighted_mean_over_languages():
     mean = average_scores([a, b])
     assert mean.f1 == 0.5 and mean.sentences == 4  # not 0.75: languages weigh alike, as in the paper
     assert mean.per_type["PER"]["f1"] == 1.0 and mean.per_type["LOC"]["f1"] == 0.0
+    assert mean.per_type["PER"]["support"] == 3 and mean.per_type["LOC"]["support"] == 1  # summed, not averaged
+    assert mean.per_type["PER"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0, "support": 3}
+    assert average_scores([]) is None
 
 
 def test_table_and_all_results(tmp_path):

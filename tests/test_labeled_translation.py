@@ -173,6 +173,24 @@ def test_markers_are_added_to_a_tokenizer_that_lacks_them(m2m100_without_markers
     assert result["failures"] == [{"slot": 0, "reason": "missing", "label": "PER", "text": None}]
 
 
+def test_the_first_complete_hypothesis_wins_and_is_counted(translator, monkeypatch):
+    record = {"text": "Angela Merkel visited Paris .",
+              "entities": [{"start": 0, "end": 13, "label": "PER"}, {"start": 22, "end": 27, "label": "LOC"}]}
+    marked = "__SLOT0__ Angela Merkel __SLOT0__ visited __SLOT1__ Paris __SLOT1__ ."
+    broken = "Angela Merkel besuchte __SLOT1__ Paris ."
+    first = "__SLOT0__ Angela Merkel __SLOT0__ besuchte __SLOT1__ Paris __SLOT1__ ."
+    second = "__SLOT0__ Frau Merkel __SLOT0__ war in __SLOT1__ Paris __SLOT1__ ."
+    table = {marked: [broken, first, second]}
+    monkeypatch.setattr(translator.model, "generate", scripted_generate(translator.tokenizer, table, []))
+    result = translator(record, src_lang="en", tgt_lang="de", num_beams=3, num_return_sequences=3)
+    assert (result["complete"], result["hypotheses_tried"]) == (True, 2)  # the broken one, then the first complete
+    assert spaced(result["translation"]) == "Angela Merkel besuchte Paris ."  # not the later complete one
+    table[marked] = [second, first, broken]
+    result = translator(record, src_lang="en", tgt_lang="de", num_beams=3, num_return_sequences=3)
+    assert (result["complete"], result["hypotheses_tried"]) == (True, 1)
+    assert [e["text"] for e in result["entities"]] == ["Frau Merkel", "Paris"]
+
+
 def test_length_buckets_return_results_in_input_order(translator):
     rng = random.Random(3)
     words = ["I", "live", "in", "Gothenburg", "and", "work", "for", "Volvo", "on", "Monday"]

@@ -162,3 +162,11 @@ def test_label_set_of_a_models_id2label():
     assert LabelSet.of_model({0: "O", 1: "B-SL:DATE", 2: "E-GPE"}).types == ("SL:DATE", "GPE")
     with pytest.raises(ValueError, match="invalid tag"):
         LabelSet.of_model({0: "X-PER"})
+
+
+def test_repair_tags_refuses_bioes_tags():
+    from crop_hf.labels import repair_tags
+
+    for tag in ("E-PER", "S-PER"):
+        with pytest.raises(ValueError, match=f"repair_tags works on IOB2 tags, got '{tag}'; convert BIOES"):
+            repair_tags(["O", tag])

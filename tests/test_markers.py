@@ -297,7 +297,12 @@ def test_corrupted_brackets_never_raise_and_keep_labels_of_their_own_text(case, 
     translation = marked.text[:cut] + noise + marked.text[cut:]
     entity_translations = {entity.slot: entity.text for entity in marked.entities}
     result = extract(marked, translation, entity_translations)
-    assert isinstance(result.complete, bool)
+    assert result.complete == (len(result.entities) == len(marked.entities) and not result.failures)
+    texts = {" ".join(entity.text.split()).casefold() for entity in marked.entities}
+    if not noise and len(texts) == len(marked.entities):
+        # The marked source itself, each entity with its own text: every entity comes back. (Two
+        # entities with one text but different labels are ambiguous by design.)
+        assert result.complete and [e.slot for e in result.entities] == [e.slot for e in marked.entities]
     for entity in result.entities:
         assert result.translation[entity.start : entity.end] == entity.text != ""
         assert entity.label == marked.labels[entity.slot]
@@ -309,3 +314,58 @@ def test_corrupted_brackets_never_raise_and_keep_labels_of_their_own_text(case, 
 def test_marker_style_is_abstract():
     with pytest.raises(TypeError):
         MarkerStyle()
+
+
+def _brackets(result):
+    return result.complete, [(e.text, e.label, e.slot) for e in result.entities], [(f.slot, f.reason, f.label, f.text) for f in result.failures]
+
+
+def test_easyproject_brackets_restore_labels_and_name_every_failure():
+    from crop_hf.markers import get_marker_style
+
+    marked = mark_tokens(["Angela", "Merkel", "visited", "Paris", "and", "Rome"],
+                         [(0, 2, "PER"), (3, 4, "LOC"), (5, 6, "LOC")], style="easyproject")
+    assert marked.text == "[ Angela Merkel ] visited [ Paris ] and [ Rome ]"
+    alone = {0: "Angela Merkel", 1: "Paris", 2: "Rom"}
+    assert _brackets(extract(marked, "[ Angela Merkel ] besuchte [ Paris ] und [ Rom ]", alone)) == (
+        True, [("Angela Merkel", "PER", 0), ("Paris", "LOC", 1), ("Rom", "LOC", 2)], [])
+    assert _brackets(extract(marked, "[ Angela Merkel ] besuchte [ Pariss ] und [ Xyz ] [ Qqq ]", alone)) == (
+        False, [("Angela Merkel", "PER", 0), ("Pariss", "LOC", 1)],
+        [(None, "unmatched", None, "Xyz"), (None, "unmatched", None, "Qqq"), (2, "missing", "LOC", None)])
+    assert _brackets(extract(marked, "[ Angela [ Merkel ] ] besuchte [ Paris ] und [ Rom ]", alone)) == (
+        False, [("Paris", "LOC", 1), ("Rom", "LOC", 2)],
+        [(None, "nested", None, "Angela Merkel"), (0, "missing", "PER", None)])
+    assert _brackets(extract(marked, "[ ] Angela Merkel besuchte [ Paris ] und [ Rom ] ]", alone)) == (
+        False, [("Paris", "LOC", 1), ("Rom", "LOC", 2)],
+        [(None, "empty", None, None), (None, "unbalanced", None, None), (0, "missing", "PER", None)])
+    # Two labels and no entity translations: nothing can be assigned, and every span says so.
+    assert _brackets(extract(marked, "[ Angela Merkel ] besuchte [ Paris ] und [ Rom ]", None)) == (
+        False, [], [(None, "ambiguous", None, "Angela Merkel"), (None, "ambiguous", None, "Paris"),
+                    (None, "ambiguous", None, "Rom"), (0, "missing", "PER", None), (1, "missing", "LOC", None),
+                    (2, "missing", "LOC", None)])
+    style = get_marker_style("easyproject")
+    assert style.needs_entity_translations(marked)
+    one_type = mark_tokens(["Paris", "and", "Rome"], [(0, 1, "LOC"), (2, 3, "LOC")], style="easyproject")
+    assert not style.needs_entity_translations(one_type)
+
+
+def test_easyproject_matching_threshold_and_most_confident_span_first():
+    marked = mark_tokens(["Anna", "in", "Hamburg"], [(0, 1, "PER"), (2, 3, "LOC")], style="easyproject")
+    # fuzz.ratio("hamburg", "hamburgaltona") is exactly 70, the default threshold.
+    assert _brackets(extract(marked, "[ Anna ] in [ Hamburg ]", {0: "Anna", 1: "HamburgAltona"})) == (
+        True, [("Anna", "PER", 0), ("Hamburg", "LOC", 1)], [])
+    marked = mark_tokens(["Anna", "Annas", "Berlin"], [(0, 1, "PER"), (1, 2, "PER"), (2, 3, "LOC")],
+                         style="easyproject")
+    # "Anna" matches slot 0 exactly and picks first; "Ann" then takes slot 1 (75), though slot 0 was its best (86).
+    result = extract(marked, "[ Ann ] [ Anna ] [ Berlin ]", {0: "Anna", 1: "Annas", 2: "Berlin"})
+    assert _brackets(result) == (True, [("Ann", "PER", 1), ("Anna", "PER", 0), ("Berlin", "LOC", 2)], [])
+    # The same name with two labels: the span is ambiguous, not guessed.
+    washington = mark_tokens(["Washington", "met", "Washington"], [(0, 1, "PER"), (2, 3, "LOC")], style="easyproject")
+    assert _brackets(extract(washington, "[ Xyz ] [ Washington ] traf [ Washington ]",
+                             {0: "Washington", 1: "Washington"})) == (
+        False, [], [(None, "ambiguous", None, "Washington"), (None, "ambiguous", None, "Washington"),
+                    (None, "unmatched", None, "Xyz"), (0, "missing", "PER", None), (1, "missing", "LOC", None)])
+    # A slot without an entity translation matches nothing, whatever the span says.
+    marked = mark_tokens(["Anna", "in", "Hamburg"], [(0, 1, "PER"), (2, 3, "LOC")], style="easyproject")
+    assert _brackets(extract(marked, "[ Anna ] in [ xxxx ]", {0: "Anna"})) == (
+        False, [("Anna", "PER", 0)], [(None, "unmatched", None, "xxxx"), (1, "missing", "LOC", None)])

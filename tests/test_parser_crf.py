@@ -113,3 +113,43 @@ def test_sentences_of_different_lengths_score_in_a_batch_as_alone():
 def test_bio_constraints_reject_non_iob2_labels():
     with pytest.raises(ValueError, match="not an IOB2 tag"):
         bio_constraints(["O", "S-LOC"])
+
+
+def test_is_valid_bio_on_hand_written_sequences():
+    assert is_valid_bio([]) and is_valid_bio(["O", "B-A", "I-A", "I-A", "B-B", "O"])
+    assert is_valid_bio(["B-A", "B-A", "I-A"])
+    assert not is_valid_bio(["I-A"])  # at the start
+    assert not is_valid_bio(["O", "I-A"]) and not is_valid_bio(["B-A", "I-B"]) and not is_valid_bio(["B-A", "O", "I-A"])
+
+
+def test_an_empty_row_between_others_decodes_to_nothing_with_score_zero():
+    torch.manual_seed(0)
+    emissions = torch.randn(3, 3, 4)
+    mask = torch.tensor([[1, 1, 1], [0, 0, 0], [1, 0, 0]], dtype=torch.bool)
+    zeros = torch.zeros(4)
+    paths, scores = viterbi_decode(emissions, mask, torch.zeros(4, 4), zeros, zeros)
+    assert [len(p) for p in paths] == [3, 0, 1]
+    assert float(scores[1]) == 0.0
+    # With no transition scores the best path takes each word's best tag.
+    assert paths[0] == emissions[0].argmax(1).tolist() and paths[2] == [int(emissions[2, 0].argmax())]
+    assert float(scores[0]) == pytest.approx(float(emissions[0].max(1).values.sum()))
+
+
+def test_transition_scores_start_small_and_of_both_signs():
+    crf = ConstrainedCRF(9)
+    assert crf.num_tags == 9
+    for parameter in (crf.start_transitions, crf.end_transitions, crf.transitions):
+        values = parameter.detach().flatten()
+        assert float(values.abs().max()) <= 0.1
+        assert float(values.min()) < 0 < float(values.max())
+
+
+def test_bio_constraints_matrix_on_two_types():
+    labels = ["O", "B-A", "I-A", "B-B", "I-B", "B-A-X", "I-A-X"]  # a type may hold a dash
+    start, allowed = bio_constraints(labels)
+    assert start == [True, True, False, True, False, True, False]
+    follows = {(labels[i], labels[j]) for i in range(len(labels)) for j in range(len(labels)) if allowed[i][j]}
+    everything_but_i = {(a, b) for a in labels for b in labels if not b.startswith("I-")}
+    assert follows == everything_but_i | {("B-A", "I-A"), ("I-A", "I-A"), ("B-B", "I-B"), ("I-B", "I-B"),
+                                          ("B-A-X", "I-A-X"), ("I-A-X", "I-A-X")}
+    assert is_valid_bio(["B-A-X", "I-A-X"]) and not is_valid_bio(["B-A", "I-A-X"])

@@ -40,6 +40,42 @@ def test_nested_gold_counts_wrong_and_is_reported_alone():
     assert table.splitlines()[-2].split()[:3] == ["nested", "1", "0.0"]
 
 
+def test_scores_and_table_on_a_hand_counted_example():
+    references = ["[IN:A play [SL:S x ] [SL:T y ] ]", "[IN:B go [SL:S z ] ]", "[IN:C stop ]"]
+    predictions = ["[IN:A play [SL:S x ] y ]",  # intent right, 1 of 2 slots, 1 predicted
+                   "[IN:X go [SL:S z ] [SL:U go ] ]",  # intent wrong, 1 of 1 slot, 2 predicted
+                   "[IN:C stop ]"]  # exact
+    scores = parse_scores(predictions, references, domains=["music", "music", "nav"])
+    # correct 2 of 3 predicted slots, 2 of 3 gold ones; intents 2 of 3; exact 1 of 3.
+    assert scores == {**scores, "exact_match": 1 / 3, "intent_accuracy": 2 / 3, "slot_precision": 2 / 3,
+                      "slot_recall": 2 / 3, "count": 3}
+    assert scores["slot_f1"] == pytest.approx(2 / 3)
+    assert scores["per_domain"]["music"] == {"exact_match": 0.0, "intent_accuracy": 0.5, "slot_precision": 2 / 3,
+                                             "slot_recall": 2 / 3, "slot_f1": pytest.approx(2 / 3), "count": 2}
+    # No slot predicted or expected, no row in a group: every score is 0 (seqeval's zero_division=0).
+    assert scores["per_domain"]["nav"] == {"exact_match": 1.0, "intent_accuracy": 1.0, "slot_precision": 0.0,
+                                           "slot_recall": 0.0, "slot_f1": 0.0, "count": 1}
+    assert scores["nested"] == {"exact_match": 0.0, "intent_accuracy": 0.0, "slot_precision": 0.0,
+                                "slot_recall": 0.0, "slot_f1": 0.0, "count": 0}
+    wrong = parse_scores(["[IN:A x ]"], ["[IN:A x [SL:S y ] ]"])
+    assert (wrong["slot_precision"], wrong["slot_recall"], wrong["slot_f1"]) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="1 domains but 3 references"):
+        parse_scores(predictions, references, domains=["music"])
+    assert format_parse_table(scores).splitlines() == [
+        "domain     count  exact match  intent acc  slot F1",
+        "music          2          0.0        50.0     66.7",
+        "nav            1        100.0       100.0      0.0",
+        "flat           3         33.3        66.7     66.7",
+        "nested         0          0.0         0.0      0.0",
+        "all            3         33.3        66.7     66.7",
+    ]
+    assert format_parse_table(parse_scores(["[IN:C stop ]"], ["[IN:C stop ]"])).splitlines()[1:] == [
+        "flat           1        100.0       100.0      0.0",
+        "nested         0          0.0         0.0      0.0",
+        "all            1        100.0       100.0      0.0",
+    ]
+
+
 def test_slot_f1_equals_seqeval_on_random_tag_sequences():
     from seqeval.metrics import f1_score, precision_score, recall_score
 

@@ -110,3 +110,40 @@ def test_largest_piece_keeps_the_piece_with_most_links_then_the_longest():
     assert tie.tags == ["B-X", "I-X", "O", "O", "O"]  # two links each and equally long: the first piece
     with pytest.raises(ValueError, match="pieces must be"):
         project_alignment(source, tags, target, links, pieces="all")
+
+
+def test_statuses_text_links_and_ownership_on_small_cases():
+    source = ["New", "York", "is", "big"]
+    result = project_alignment(source, ["B-LOC", "I-LOC", "O", "O"], [",", "Nueva", "York", "es"],
+                               [(0, 0), (0, 1), (1, 2)])
+    assert result.tags == ["O", "B-LOC", "I-LOC", "O"]  # the comma at the run's edge is trimmed
+    assert [(s.text, s.label, s.status) for s in result.statuses] == [("New York", "LOC", "projected")]
+    assert result.method == "alignment"
+    with pytest.raises(ValueError, match=r"alignment link 0-4 is outside the sentences \(4 source and 4 target"):
+        project_alignment(source, ["B-LOC", "I-LOC", "O", "O"], ["a", "b", "c", "d"], [(0, 4)])
+    # Without source words, string tags give the source length; (start, end, label) spans do not limit it.
+    with pytest.raises(ValueError, match="alignment link 5-0 is outside the sentences"):
+        project_alignment(None, ["B-LOC", "O"], ["a", "b"], [(5, 0)])
+    far = project_alignment(None, [(0, 1, "LOC")], ["a", "b"], [(0, 1), (3, 0)])
+    assert far.tags == ["O", "B-LOC"] and far.statuses[0].text == ""
+    assert project_alignment(None, [(0, 1, "LOC")], ["a", "b"], []).statuses[0].status == "unaligned"
+    assert project_alignment(None, [], ["a", "b"], []).tags == ["O", "O"]
+    # A target word linked from two spans goes to the one with more links into it, then the earlier one.
+    owned = project_alignment(["A", "B", "B2"], ["B-X", "B-Y", "I-Y"], ["w"], [(0, 0), (1, 0), (2, 0)])
+    assert owned.tags == ["B-Y"] and [s.status for s in owned.statuses] == ["conflict", "projected"]
+    tie = project_alignment(["A", "B"], ["B-X", "B-Y"], ["w"], [(0, 0), (1, 0)])
+    assert tie.tags == ["B-X"]
+
+
+def test_scheme_language_and_tokenization_reach_the_readers():
+    from crop_hf.projection.alignment import source_spans
+
+    assert source_spans(["B-LOC", "I-LOC", "O"]) == [Span(0, 2, "LOC")]  # IOB2 by default
+    assert source_spans([(1, 3, "PER")]) == [Span(1, 3, "PER")]
+    bioes = project_alignment(["Anna", "Maria"], ["S-PER", "S-PER"], ["Anna", "y", "Maria"], [(0, 0), (1, 2)],
+                              scheme="BIOES")
+    assert bioes.tags == ["B-PER", "O", "B-PER"]
+    links = [(0, 2), (0, 3), (0, 4), (0, 5), (0, 6)]
+    for options in ({"tokenization": "characters"}, {"lang": "zh"}):
+        chars = project_alignment(["Paris"], ["B-LOC"], "inParis", links, **options)
+        assert chars.tokenization == "characters" and chars.tags == ["O", "O", "B-LOC"] + ["I-LOC"] * 4

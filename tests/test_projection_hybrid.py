@@ -106,3 +106,49 @@ def test_hybrid_is_a_registry_row_the_pipeline_and_synthesis_share():
     out = ProjectionPipeline(method="hybrid")({"target": ["liz", "ghadi"], "source_tokens": ["timer", "Liz"],
                                                 "source_tags": ["B-METHOD", "B-NAME"], "alignment": "0-1"})
     assert out["tags"] == result.tags == ["B-NAME", "B-METHOD"]
+
+
+def test_longer_texts_are_placed_first_and_each_entity_keeps_its_source_index():
+    source = ["New", "York", "and", "New", "York", "City"]
+    tags = ["B-LOC", "I-LOC", "O", "B-ORG", "I-ORG", "I-ORG"]
+    result = project_hybrid(source, tags, "Vivo en New York City .", [])
+    # "New York City" claims its words before "New York", which then has no free copy and no link.
+    assert result.tags == ["O", "O", "B-ORG", "I-ORG", "I-ORG", "O"]
+    assert [(s.text, s.status) for s in result.statuses] == [("New York", "unaligned"), ("New York City", "found")]
+    assert [(e.source, e.match) for e in result.entities] == [(1, "exact")]
+    assert result.kept and not result.complete  # not dropped unless asked
+    assert not project_hybrid(source, tags, "Vivo en New York City .", [], drop_incomplete=True).kept
+
+
+def test_alignment_pass_joins_pieces_one_word_apart_by_default_and_reads_the_scheme():
+    source = ["Call", "Anna", "Maria", "now"]
+    tags = ["O", "S-NAME", "S-NAME", "O"]  # BIOES: two single-word names
+    target = ["ruf", "X", "jetzt", "Y", "an"]
+    links = [(1, 1), (2, 3)]
+    result = project_hybrid(source, tags, target, links, scheme="BIOES")
+    assert result.tags == ["O", "B-NAME", "O", "B-NAME", "O"]
+    assert [(e.source, e.match) for e in result.entities] == [(0, "alignment"), (1, "alignment")]
+    one = project_hybrid(source, ["O", "B-NAME", "I-NAME", "O"], ["ruf", "X", "a", "b", "Y", "an"], [(1, 1), (2, 4)])
+    assert one.tags == ["O", "B-NAME", "O", "O", "O", "O"]  # a two-word gap is not filled: the largest piece
+    filled = project_hybrid(source, ["O", "B-NAME", "I-NAME", "O"], ["ruf", "X", "a", "Y", "an"], [(1, 1), (2, 3)])
+    assert filled.tags == ["O", "B-NAME", "I-NAME", "I-NAME", "O"]  # a one-word gap is
+
+
+def test_alignment_pass_leaves_lexical_claims_alone_and_checks_its_links():
+    source, tags = ["Paris", "and", "Lyon"], ["B-LOC", "O", "B-ORG"]
+    target = ["Paris", "und", "Lyons"]  # "Lyon" is not found lexically
+    links = [(0, 0), (2, 0), (2, 2)]  # Lyon is linked to Paris's word too, which lexical matching claimed
+    result = project_hybrid(source, tags, target, links)
+    assert result.tags == ["B-LOC", "O", "B-ORG"]
+    assert sorted((e.token_start, e.source, e.match) for e in result.entities) == [(0, 0, "exact"), (2, 1, "alignment")]
+    assert [(s.text, s.label, s.status) for s in result.statuses] == [("Paris", "LOC", "found"),
+                                                                       ("Lyon", "ORG", "projected")]
+    with pytest.raises(ValueError, match="alignment link 9-0 is outside"):
+        project_hybrid(source, tags, target, [(9, 0)])
+
+
+def test_language_and_tokenization_reach_the_target_tokenizer():
+    for options in ({"tokenization": "characters"}, {"lang": "zh"}):
+        result = project_hybrid(["Paris"], ["B-LOC"], "inParis", [], **options)
+        assert result.tokenization == "characters" and result.tags == ["O", "O", "B-LOC"] + ["I-LOC"] * 4
+    assert project_hybrid(["Paris"], ["B-LOC"], "inParis", []).tags == ["O"]  # words: not found

@@ -66,6 +66,18 @@ def test_es_longest_first_and_repeated_entity():
     assert once.tags[9] == "O"
 
 
+def test_a_shorter_entity_whose_only_occurrence_a_longer_one_claimed_is_missing():
+    target = "Vivo en Nueva York City ."
+    result = project_lexical(target, [("Nueva York", "LOC"), ("Nueva York City", "ORG")], drop_incomplete=False)
+    # "Nueva York City" is longer, so it claims tokens 2-4 first; "Nueva York" has no free copy left.
+    assert [(s.text, s.status) for s in result.statuses] == [("Nueva York", "missing"), ("Nueva York City", "found")]
+    assert spans(result) == [(2, 5, "ORG")]
+    assert result.tags == ["O", "O", "B-ORG", "I-ORG", "I-ORG", "O"]
+    assert (result.complete, result.kept) == (False, True)
+    dropped = project_lexical(target, [("Nueva York", "LOC"), ("Nueva York City", "ORG")])
+    assert (dropped.complete, dropped.kept, dropped.reason) == (False, False, "entity_not_projected")
+
+
 def test_es_same_string_with_two_types_follows_translation_order():
     target = "Washington llamó a Washington desde Washington"
     entities = [{"text": "Washington", "label": "LOC", "start": 20}, {"text": "Washington", "label": "PER", "start": 0}]

@@ -45,10 +45,9 @@ def test_combination_rule_invariants(pair, rule):
     out, s_spans, m_spans = set(tags_to_spans(tags)), set(tags_to_spans(source)), set(tags_to_spans(multi))
     if s_spans == m_spans:
         assert label_rule == "agree" or rule == "multilingual"
-    if rule == "union":
-        assert m_spans <= out <= m_spans | s_spans  # the multilingual model wins, nothing invented
-        for span in out - m_spans:  # added source spans overlap no multilingual span
-            assert all(span.end <= m.start or m.end <= span.start for m in m_spans)
+    if rule == "union":  # the multilingual model wins; every source span that overlaps none of its spans joins
+        free = {s for s in s_spans if all(s.end <= m.start or m.end <= s.start for m in m_spans)}
+        assert out == m_spans | free
     elif rule == "intersection":
         assert out == s_spans & m_spans
     else:
@@ -62,9 +61,21 @@ def test_combination_rule_invariants(pair, rule):
         assert out not in (s_spans, m_spans)
 
 
+def test_union_adds_source_spans_that_touch_but_do_not_overlap_the_multilingual_ones():
+    multi = ["O", "B-PER", "O", "B-MISC", "O", "O"]  # PER [1,2), MISC [3,4)
+    source = ["B-LOC", "B-ORG", "I-ORG", "O", "B-LOC", "I-LOC"]  # LOC [0,1) ORG [1,3) LOC [4,6)
+    # LOC [0,1) ends where PER starts and LOC [4,6) starts where MISC ends: both added; ORG overlaps PER.
+    assert combine_labels(source, multi) == (["B-LOC", "B-PER", "O", "B-MISC", "B-LOC", "I-LOC"], "union")
+    assert combine_labels(source, multi, "intersection") == (["O"] * 6, "intersection")
+    assert combine_labels(multi, multi) == (multi, "agree")
+    assert combine_labels(["B-PER", "O", "O"], ["B-PER", "O", "B-LOC"]) == (["B-PER", "O", "B-LOC"], "multilingual")
+    with pytest.raises(ValueError, match="3 source tags for 2 tokens"):
+        combine_labels(["O", "O", "O"], ["O", "O"])
+
+
 def test_without_source_labels_the_multilingual_labels_are_used():
     assert combine_labels(None, ["O", "I-PER"]) == (["O", "B-PER"], "multilingual")  # stray I- repaired
-    with pytest.raises(ValueError, match="unknown combination rule"):
+    with pytest.raises(ValueError, match=r"unknown combination rule .vote.; expected one of union, intersection, multilingual$"):
         combine_labels(["O"], ["O"], rule="vote")
 
 
@@ -121,12 +132,22 @@ def test_self_train_relabels_discarded_sentences_and_records_the_rule(learned, t
     assert score_tags(gold, relabeled).f1 > 0.9 > score_tags(gold, projected).f1
 
 
-def test_self_train_trains_the_multilingual_model_first(task_model_dir, task_corpora, tmp_path):  # noqa: F811
+def test_self_train_trains_the_multilingual_model_first(task_model_dir, task_corpora, tmp_path,  # noqa: F811
+                                                        monkeypatch):
     """Without a multilingual model, self_train fine-tunes one on the kept + source corpora (train_ner)."""
     import datasets
 
     from crop_hf.self_training import self_train
-    from crop_hf.training import ModelArguments, NerTrainingArguments
+    from crop_hf.training import ModelArguments, NerTrainingArguments, loop
+
+    trained_on = []  # the tokens of every corpus that became training rows
+    real_train_rows = loop._train_rows
+
+    def recording_train_rows(source, *args, **kwargs):
+        trained_on.append((source.spec, list(source.split("train")["tokens"])))
+        return real_train_rows(source, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "_train_rows", recording_train_rows)
 
     discarded, _ = _discarded(8)
     kept = datasets.load_from_disk(str(task_corpora["xx"]))
@@ -140,6 +161,9 @@ def test_self_train_trains_the_multilingual_model_first(task_model_dir, task_cor
     assert result.corpus_dir == tmp_path / "all" / "corpus" and result.corpus_dir.is_dir()
     assert len(result.corpus["train"]) == 150 + 8  # keep_all_o: no re-labeled sentence dropped
     assert result.dropped == {}
+    # Both the kept synthetic corpus and the source corpus reached training, in that order.
+    english = datasets.load_from_disk(str(task_corpora["en"]))["train"]["tokens"]
+    assert trained_on == [("synthesized", kept["train"]["tokens"]), (f"disk:{task_corpora['en']}", english)]
 
 
 def test_self_train_command(learned, task_corpora, tmp_path, capsys):  # noqa: F811
@@ -164,3 +188,18 @@ def test_self_train_command(learned, task_corpora, tmp_path, capsys):  # noqa: F
     assert set(corpus["lang"]) == {"en", "xx"}
     # Odd rows have no projected tags: the source model tagged them, and as it is the same model, they agree.
     assert "agree" in rules and "synthesis" in out
+
+
+def test_projected_tags_are_read_from_either_column_and_empty_means_none():
+    import datasets
+
+    from crop_hf.self_training import _source_tag_strings
+
+    tokens = [["a", "b"], ["c"], ["d"]]
+    for column in ("projected_tags", "source_tags"):  # synthesis's name, and the one older corpora used
+        rows = datasets.Dataset.from_dict({"tokens": tokens, column: [["B-PER", "O"], [], None]})
+        assert _source_tag_strings(rows) == [["B-PER", "O"], None, None]
+    both = datasets.Dataset.from_dict({"tokens": tokens, "projected_tags": [["O", "O"], ["O"], ["O"]],
+                                       "source_tags": [["B-PER", "O"], ["O"], ["O"]]})
+    assert _source_tag_strings(both)[0] == ["O", "O"]  # the current name wins
+    assert _source_tag_strings(datasets.Dataset.from_dict({"tokens": tokens})) == [None, None, None]

@@ -122,3 +122,30 @@ def test_flat_round_trip_through_text(data):
     flat = to_flat(parse(text))
     assert (flat.tokens, flat.intent, flat.slots) == (tokens, intent, spans)
     assert str(parse(" ".join(text.split()).replace(" ]", "]"))) == text  # whitespace does not matter
+
+
+def test_parse_error_shows_thirty_characters_around_the_fault_with_a_caret():
+    text = "[IN:A " + "x " * 30 + "] ]"
+    error = ParseError("unbalanced", text, 64)
+    assert (error.text, error.position) == (text, 64)
+    assert str(error) == f"unbalanced at character 64:\n  {text[34:94]}\n  {' ' * 30}^"
+    near_start = ParseError("bad label", "[IN: x ]", 1)
+    assert str(near_start) == "bad label at character 1:\n  [IN: x ]\n   ^"
+
+
+def test_flatten_top_level_reads_a_string():
+    from crop_hf.seqlogical import flatten_top_level
+
+    text = "[IN:A x [SL:B y ] ]"
+    assert flatten_top_level(text) == flatten_top_level(parse(text))
+    assert flatten_top_level(text)[0].slot_tags == ["O", "B-B"]
+
+
+def test_labels_split_at_their_first_colon_and_errors_say_what_was_expected():
+    assert parse("[IN:A:B x [SL:C:D y ] ]").label == "IN:A:B"  # a colon inside a name is part of it
+    with pytest.raises(ParseError, match=r"^label 'XX:A' must start with 'IN:' or 'SL:'"):
+        parse("[XX:A x ]")
+    with pytest.raises(ValueError, match=r"^the root of a parse must be an intent, got 'SL:A'$"):
+        to_flat(Tree("SL", "A", ["x"]))
+    with pytest.raises(ValueError, match=r"^give exactly one of `slots` and `slot_tags`$"):
+        from_flat(["x"], "IN:A")

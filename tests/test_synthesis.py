@@ -12,7 +12,7 @@ from pathlib import Path
 import datasets
 import pytest
 from huggingface_hub import DatasetCard
-from synthesis_fakes import fake_config, fake_models
+from synthesis_fakes import FakeAligner, FakeTagger, WordByWordTranslator, fake_config, fake_models
 
 from crop_hf.cli import main
 from crop_hf.commands.self_train import RULE_MEANINGS
@@ -87,6 +87,62 @@ def test_kept_rows_carry_projected_labels_and_every_drop_has_a_reason(raw_dir, t
     broken = next(row for row in discarded if row["reason"] == "markers_incomplete")
     assert broken["source_translation"] == RAW["de"][3]
     assert "__SLOT0__" in broken["labeled_translation"]
+
+
+# German <-> English, one word at a time; "lives" has no way back, so its back-translation stays English.
+WORDS = {("de", "en"): {"und": "and", "wohnen": "live", "arbeitet": "works", "jetzt": "now", "wohnt": "lives"},
+         ("en", "de"): {"and": "und", "live": "wohnen", "works": "arbeitet", "now": "jetzt"}}
+FILTERED = [
+    "Anna und Peter wohnen in Hamburg .",  # exactly max_words (7) words: kept
+    "Peter arbeitet jetzt in Hamburg .",  # kept
+    "Anna und Peter wohnen jetzt in Hamburg .",  # 8 words: too_long, never translated
+    "Die Elbe fließt durch Hamburg .",  # no word translates: still German -> wrong_language_source
+    "Maria wohnt in Berlin .",  # back-translation stays "Maria lives in Berlin ." -> wrong_language_target
+]
+
+
+def test_language_filter_and_word_limit_drop_exactly_the_sentences_they_should(tmp_path):
+    """The language filter on both translations and the max_words boundary, in a whole run."""
+    checker = LanguageIdFilter(["en", "de"])  # what the run builds; the premises of the cases below
+    assert [checker.identify(t) for t in ("Anna and Peter live in Hamburg .", "Peter works now in Hamburg .",
+                                          "Die Elbe fließt durch Hamburg .", "Maria lives in Berlin .",
+                                          "Anna und Peter wohnen in Hamburg .", "Peter arbeitet jetzt in Hamburg .")
+            ] == ["en", "en", "de", "en", "de", "de"]
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    (folder / "de.txt").write_text("\n".join(FILTERED) + "\n", encoding="utf-8")
+    translator = WordByWordTranslator(WORDS)
+    models = fake_models()
+    models.translator, models.tagger, models.aligner = translator, FakeTagger(), FakeAligner()
+    config = fake_config(str(folder / "{lang}.txt"), str(tmp_path / "out"), target_langs=["de"],
+                         language_filter=True, max_words=7)
+    result = synthesize(config, models=models)
+
+    assert result.statistics["de"] == {
+        "input": 5, "kept": 2, "too_long": 1, "wrong_language_source": 1, "wrong_language_target": 1,
+        "undecodable": 0, "contains_marker": 0, "pipeline_error": 0, "markers_incomplete": 0,
+        "projection_incomplete": 0, "all_o": 0,
+    }
+    assert FILTERED[2] not in translator.seen  # too long: dropped before any model ran
+    kept, discarded = load(tmp_path / "out")
+    names = datasets.load_from_disk(str(tmp_path / "out" / "dataset"))["de"].features["ner_tags"].feature.names
+    # Projection ran and its labels landed, token by token (the tagger: Peter PER, Hamburg LOC).
+    assert [(row["tokens"], [names[i] for i in row["ner_tags"]]) for row in kept["de"]] == [
+        (FILTERED[0].split(), ["O", "O", "B-PER", "O", "O", "B-LOC", "O"]),
+        (FILTERED[1].split(), ["O", "O", "O", "O", "B-LOC", "O"]),
+    ]
+    assert [row["labeled_translation"] for row in kept["de"]] == [
+        "Anna und __SLOT0__ Peter __SLOT0__ wohnen in __SLOT1__ Hamburg __SLOT1__ .",
+        "Peter arbeitet jetzt in __SLOT0__ Hamburg __SLOT0__ .",
+    ]
+    assert [row["projection_status"] for row in kept["de"]] == [["found", "found"], ["found"]]
+    dropped = {row["reason"]: row for row in discarded["de"]}
+    assert dropped["too_long"]["text"] == FILTERED[2] and dropped["too_long"]["source_translation"] == ""
+    assert dropped["wrong_language_source"]["source_translation"] == FILTERED[3]
+    assert dropped["wrong_language_source"]["back_translation"] == ""  # never translated back
+    assert dropped["wrong_language_target"]["source_translation"] == "Maria lives in Berlin ."
+    assert dropped["wrong_language_target"]["back_translation"] == "Maria lives in Berlin ."
+    assert dropped["wrong_language_target"]["projected_tags"] is None  # projection never ran for it
 
 
 def test_an_undecodable_line_is_dropped_and_counted_or_stops_a_strict_run(tmp_path, caplog):
@@ -285,6 +341,13 @@ def test_language_filter_is_restricted_to_the_languages_of_the_run(caplog):
     assert language_filter.accepts("Ich wohne seit zehn Jahren in Hamburg und arbeite dort.", "de")
     assert not language_filter.accepts("I have lived in Hamburg for ten years and work there.", "de")
     assert language_filter.accepts("anything at all", "yo")  # cannot be checked: passes
+    assert language_filter.unsupported == ["yo"]
+    assert language_filter.identify("Ich wohne seit zehn Jahren in Hamburg und arbeite dort.") == "de"
+    # Restricted to de/en, an English sentence is never identified as, say, Dutch or Frisian.
+    assert language_filter.identify("Ik woon al tien jaar in Hamburg en werk daar.") in ("de", "en")
+    # One known language leaves nothing to tell apart: every text passes.
+    alone = LanguageIdFilter(["de", "yo"])
+    assert alone.languages == ["de"] and alone.accepts("I have lived in Hamburg for ten years.", "de")
 
 
 def test_inputs_stream_from_templates_folders_and_datasets(raw_dir, tmp_path):
@@ -357,8 +420,9 @@ def test_demo_runs_every_stage_offline_and_says_it_is_a_smoke_run(tmp_path, caps
 
 
 def test_synthesize_help_lists_the_options_a_user_needs(capsys):
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exit_info:
         main(["synthesize", "--help"])
+    assert exit_info.value.code == 0
     text = capsys.readouterr().out
     for option in ("--target_langs", "--mt_model", "--ner_model", "--input", "--output_dir", "--batch_size",
                    "--num_beams", "--max_sentences", "--device", "--push_to_hub", "--source_lang"):
@@ -386,3 +450,45 @@ def test_self_training_reads_what_synthesis_writes(raw_dir, tmp_path, tiny_xlmr_
         assert line.split()[1] == str(rules.count(rule)) and RULE_MEANINGS[rule] in line
     dropped = sum(int(line.rsplit(":", 1)[1]) for line in printed.splitlines() if line.strip().startswith("dropped ("))
     assert len(corpus) - kept + dropped == sum(s["input"] - s["kept"] for s in result.statistics.values())
+
+
+def test_tagger_entities_become_trimmed_non_overlapping_character_spans():
+    from crop_hf.synthesis.stages import _entity_spans
+
+    text = "Anna  met Peter Smith in Hamburg"
+    entities = [{"start": 0, "end": 6, "entity_group": "PER"},  # "Anna  ": trailing spaces trimmed
+                {"start": 9, "end": 21, "entity_group": "PER"},  # " Peter Smith": leading space trimmed
+                {"start": 16, "end": 21, "entity_group": "ORG"},  # overlaps the previous span: dropped
+                {"start": 21, "end": 22, "entity_group": "LOC"},  # only a space: dropped
+                {"start": 25, "end": 32, "entity_group": "LOC"}]
+    assert _entity_spans(text, entities) == [{"start": 0, "end": 4, "label": "PER"},
+                                             {"start": 10, "end": 21, "label": "PER"},
+                                             {"start": 25, "end": 32, "label": "LOC"}]
+    # A span may start exactly where the previous one ends.
+    assert _entity_spans("ab", [{"start": 0, "end": 1, "entity_group": "A"}, {"start": 1, "end": 2, "entity_group": "B"}]
+                         ) == [{"start": 0, "end": 1, "label": "A"}, {"start": 1, "end": 2, "label": "B"}]
+
+
+def test_a_refused_batch_is_retried_record_by_record_and_other_errors_propagate(caplog):
+    from crop_hf.synthesis.stages import _each_or_none
+
+    calls = []
+
+    def call(items):
+        calls.append(list(items))
+        if "bad" in items:
+            raise ValueError("cannot mark 'bad'")
+        return [item.upper() for item in items]
+
+    assert _each_or_none(call, ["a", "bad", "c"]) == ["A", None, "C"]
+    assert calls == [["a", "bad", "c"], ["a"], ["bad"], ["c"]]
+    assert "a batch of 3 failed" in caplog.text and "dropping a record the pipeline refused" in caplog.text
+    calls.clear()
+    assert _each_or_none(call, ["a", "c"]) == ["A", "C"] and calls == [["a", "c"]]  # one call when all is well
+    assert _each_or_none(call, []) == [] and calls == [["a", "c"]]  # no call for nothing
+
+    def out_of_memory(items):
+        raise RuntimeError("CUDA out of memory")
+
+    with pytest.raises(RuntimeError, match="out of memory"):
+        _each_or_none(out_of_memory, ["a"])

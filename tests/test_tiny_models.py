@@ -97,8 +97,10 @@ def test_bart_round_trips_a_bracket_parse(tiny_bart):
     ids = tokenizer(parse).input_ids
     assert tokenizer.unk_token_id not in ids
     assert tokenizer.decode(ids, skip_special_tokens=True) == parse
+    # every token the tokenizer can produce has a row in the model's embeddings (else ids index past it)
+    assert len(tokenizer) <= model.get_input_embeddings().num_embeddings
     out = model.generate(**tokenizer([parse], return_tensors="pt"), max_new_tokens=5)
-    assert out.max() < model.config.vocab_size
+    assert out.shape[0] == 1 and 2 <= out.shape[1] <= 6 and out[0, 0] == model.config.decoder_start_token_id
 
 
 def _files(folder: Path) -> dict[str, bytes]:

@@ -120,3 +120,87 @@ def test_synthesis_passes_constrain_markers_to_the_translator(tiny_m2m100, tiny_
                              constrain_markers=True, output_dir=str(tmp_path))
     assert SynthesisModels.load(config, device=-1).translator.constrain_markers is True
     assert config.result_arguments()["constrain_markers"] is True  # a separate set of shards
+
+
+def test_state_machine_events_one_by_one():
+    """The rules of the module docstring on signature events, typed (slots 0 and 2) and untyped (2 pairs)."""
+    from crop_hf.translation.constraints import _apply, _State
+
+    def valid(events, n_slots=2, slots=(0, 2), state=None):
+        return _apply(state or _State({}, None, False, 0), events, n_slots, frozenset(slots)).valid
+
+    slot0, slot2, text = ("slot", 0), ("slot", 2), ("text",)
+    assert valid([slot0, text, slot0, slot2, text, slot2])
+    assert not valid([slot0, slot0])  # no text between a slot's markers (a marker token's own text counts)
+    assert valid([slot0, ("text",), slot0])
+    assert not valid([slot0, text, slot2])  # another slot inside an open one
+    assert not valid([("slot", 1)])  # not a slot of the source
+    assert not valid([slot0, text, slot0, slot0])  # a slot opens once
+    assert not valid([("garbled",)]) and not valid([text, ("garbled",), text])
+    # Untyped (brackets): pairs up to the source's count, never nested, never empty.
+    assert valid([("open",), text, ("close",), ("open",), text, ("close",)])
+    assert not valid([("open",), text, ("close",), ("open",)], n_slots=1)
+    assert not valid([("open",), ("open",)]) and not valid([("close",)]) and not valid([("open",), ("close",)])
+    # An invalid state stays invalid whatever follows.
+    assert not valid([text], state=_State({}, None, False, 0, valid=False))
+
+
+def test_end_of_sentence_is_allowed_exactly_when_every_slot_is_closed(tiny_m2m100):
+    from crop_hf.translation.constraints import _State
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_m2m100)
+    untyped = MarkerConstraintProcessor(MarkerVocabulary(tokenizer, "easyproject"), [[0, 1]], tokenizer.eos_token_id)
+    assert untyped._complete(_State({}, None, False, 2), 0)
+    assert not untyped._complete(_State({}, None, False, 1), 0)
+    assert not untyped._complete(_State({}, True, True, 2), 0)
+    typed = MarkerConstraintProcessor(MarkerVocabulary(tokenizer, "crop"), [[0, 2]], tokenizer.eos_token_id)
+    assert typed._complete(_State({0: 2, 2: 2}, None, False, 0), 0)
+    assert not typed._complete(_State({0: 2, 2: 1}, None, False, 0), 0)
+    assert not typed._complete(_State({0: 2, 2: 2}, None, False, 0, valid=False), 0)
+
+
+class _Pieces:
+    """The part of a tokenizer MarkerVocabulary reads: its pieces and special ids."""
+
+    def __init__(self, pieces, specials):
+        self.pieces, self.all_special_ids = pieces, specials
+
+    def __len__(self):
+        return len(self.pieces)
+
+    def convert_ids_to_tokens(self, ids):
+        return [self.pieces[i] for i in ids]
+
+
+def test_vocabulary_signatures_spell_each_token_as_marker_events():
+    pieces = ["</s>", "▁Paris", "__SLOT0__", "▁__SLOT1__", "Paris__SLOT1__▁x", "__SLOT3", "▁", None, "a__SLOT3",
+              "▁__SLOT2__▁__SLOT2__", "[", "]▁", "a[", "SLOT3__"]
+    crop = MarkerVocabulary(_Pieces(pieces, [0]), "crop")
+    assert crop.signatures == {
+        2: (("slot", 0),), 3: (("slot", 1),), 4: (("text",), ("slot", 1), ("text",)), 5: (("garbled",),),
+        8: (("text",), ("garbled",)), 9: (("slot", 2), ("slot", 2)), 13: (("garbled",),)}
+    assert crop.text_tokens == {1, 10, 11, 12}  # not the special </s>, the bare space or the missing piece
+    assert crop.single_token_slots == {0, 1}  # slot 2 only comes as a pair in one token
+    assert crop.groups[(("garbled",),)] == [5, 13]
+    brackets = MarkerVocabulary(_Pieces(pieces, [0]), "easyproject")
+    assert {k: v for k, v in brackets.signatures.items() if k >= 10} == {
+        10: (("open",),), 11: (("close",),), 12: (("text",), ("open",))}
+    assert brackets.single_token_slots == set()
+
+
+def test_processor_reads_every_row_token_by_default_and_any_eos_form(tiny_m2m100):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_m2m100)
+    vocabulary = MarkerVocabulary(tokenizer, "crop")
+    slot0 = tokenizer.convert_tokens_to_ids("__SLOT0__")
+    word = next(iter(sorted(vocabulary.text_tokens)))
+    eos = tokenizer.eos_token_id
+    scores = torch.zeros(1, len(tokenizer))
+    # The row starts with the marker itself: with prompt_length 0 it is read, so the slot is closed.
+    done = MarkerConstraintProcessor(vocabulary, [[0]], eos)(torch.tensor([[slot0, word, slot0]]), scores.clone())
+    assert done[0, eos] == 0 and done[0, slot0] == float("-inf")
+    skipped = MarkerConstraintProcessor(vocabulary, [[0]], eos, prompt_length=1)
+    assert skipped(torch.tensor([[slot0, word, slot0]]), scores.clone())[0, eos] == float("-inf")  # one marker seen
+    other = sorted(vocabulary.text_tokens)[1]  # a plain word, standing in for a second end-of-sentence id
+    for eos_form, banned in ((None, []), (eos, [eos]), ([eos, other], [eos, other])):
+        out = MarkerConstraintProcessor(vocabulary, [[0]], eos_form)(torch.tensor([[word]]), scores.clone())[0]
+        assert [i for i in (eos, other) if out[i] == float("-inf")] == banned  # slot 0 unused: no end yet

@@ -1,0 +1,69 @@
+"""The mutation-testing set-up stays consistent: every scored module is mutated, equivalents parse."""
+
+from __future__ import annotations
+
+import configparser
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location("mutation_score", ROOT / "benchmarks" / "mutation_score.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while being defined
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        del sys.modules[spec.name]
+
+
+def test_every_scored_module_is_mutated_and_its_tests_exist(script):
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    mutated = config.get("mutmut", "only_mutate").split()
+    assert sorted(module.path for module in script.MODULES.values()) == sorted(mutated)
+    for path in mutated:
+        assert (ROOT / path).is_file(), path
+    for test_file in config.get("mutmut", "pytest_add_cli_args_test_selection").split():
+        assert (ROOT / test_file).is_file(), test_file
+
+
+def test_equivalents_name_functions_that_exist_and_give_reasons(script):
+    entries = script.load_equivalents()
+    functions = set()
+    for module in script.MODULES.values():
+        source = (ROOT / module.path).read_text(encoding="utf-8")
+        functions |= {f"{module.dotted}.{name}" for name in _functions(source)}
+    for entry in entries:
+        assert entry["function"] in functions, entry
+        assert entry["before"] != entry["after"] and len(entry["reason"]) > 20, entry
+
+
+def test_mutant_names_map_to_their_function_and_module(script):
+    assert script.function_of("crop_hf.markers.xǁEntityǁas_dict__mutmut_3") == ("crop_hf.markers", "Entity.as_dict")
+    assert script.function_of("crop_hf.labels.x_tags_to_spans__mutmut_12") == ("crop_hf.labels", "tags_to_spans")
+    labels = script.MODULES["labels (tag schemes)"]
+    assert script.selected(labels, "crop_hf.labels.x_repair_tags__mutmut_1")
+    assert not script.selected(labels, "crop_hf.labels.x_parse_label_map__mutmut_1")
+    assert script.changed_lines("--- a\n+++ a\n@@ -1 +1 @@\n def f():\n-    return x < 1\n+    return x <= 1") == (
+        "return x < 1", "return x <= 1")
+
+
+def _functions(source: str) -> set[str]:
+    import ast
+
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.ClassDef):
+            names |= {f"{node.name}.{item.name}" for item in node.body
+                      if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)}
+    return names
