@@ -34,6 +34,7 @@ PEOPLE = frozenset(["man", "men", "woman", "women", "boy", "boys", "girl", "girl
                     "worker", "workers"])
 ANIMALS = frozenset(["dog", "dogs", "cat", "cats", "horse", "horses", "bird", "birds", "cow", "cows", "sheep"])
 TAGGER_TYPES = ("PER", "ANIMAL")
+TAG_OF = {**dict.fromkeys(PEOPLE, "B-PER"), **dict.fromkeys(ANIMALS, "B-ANIMAL")}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -57,8 +58,7 @@ def _lines(path: Path) -> list[str]:
 
 def caption_tags(tokens: list[str]) -> list[str]:
     """Word-list tags of one tokenized English caption (one-word entities)."""
-    return [f"B-{'PER' if t.lower() in PEOPLE else 'ANIMAL'}" if t.lower() in PEOPLE | ANIMALS else "O"
-            for t in tokens]
+    return [TAG_OF.get(t.lower(), "O") for t in tokens]
 
 
 def build_tagger(args, work: Path) -> tuple[Path, float]:

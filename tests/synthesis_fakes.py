@@ -25,6 +25,9 @@ from crop_hf.synthesis import SynthesisConfig, SynthesisModels, synthesize
 
 
 class FakeTranslator:
+    #: what every output reports as ``hypotheses_tried`` (None: the ``num_return_sequences`` asked for)
+    hypotheses_tried: int | None = None
+
     def __init__(self, delay: float = 0.0) -> None:
         self.delay = delay
         self.calls = 0
@@ -39,14 +42,19 @@ class FakeTranslator:
             if "explode" in text:
                 raise ValueError(f"sentence {len(outputs)}: cannot translate {text!r}")
             marked = mark_text(text, [] if isinstance(record, str) else record["entities"])
-            translation = marked.text
-            if "broken" in translation and marked.entities:
-                cut = translation.rindex("__SLOT")
-                translation = translation[:cut] + translation[cut + len(f"__SLOT{marked.entities[-1].slot}__"):]
-            result = extract(marked, translation).as_dict()
-            result.update(hypotheses_tried=num_return_sequences, source=marked.source, marked_source=marked.text)
+            result = extract(marked, self.rewrite(marked, src_lang, tgt_lang)).as_dict()
+            tried = num_return_sequences if self.hypotheses_tried is None else self.hypotheses_tried
+            result.update(hypotheses_tried=tried, source=marked.source, marked_source=marked.text)
             outputs.append(result)
         return outputs
+
+    def rewrite(self, marked, src_lang, tgt_lang) -> str:
+        """The "translation" of a marked sentence: itself, less its last marker when it says "broken"."""
+        translation = marked.text
+        if "broken" in translation and marked.entities:
+            cut = translation.rindex("__SLOT")
+            translation = translation[:cut] + translation[cut + len(f"__SLOT{marked.entities[-1].slot}__"):]
+        return translation
 
 
 class WordByWordTranslator(FakeTranslator):
@@ -57,23 +65,20 @@ class WordByWordTranslator(FakeTranslator):
     Every text it is asked to translate is recorded in ``seen``.
     """
 
+    hypotheses_tried = 1
+
     def __init__(self, words: dict[tuple[str, str], dict[str, str]]) -> None:
         super().__init__()
         self.words = words
         self.seen: list[str] = []
 
     def __call__(self, records, src_lang, tgt_lang, num_return_sequences=1, **kwargs):
+        self.seen += [record if isinstance(record, str) else record["text"] for record in records]
+        return super().__call__(records, src_lang, tgt_lang, num_return_sequences, **kwargs)
+
+    def rewrite(self, marked, src_lang, tgt_lang) -> str:
         table = self.words.get((src_lang, tgt_lang), {})
-        outputs = []
-        for record in records:
-            text = record if isinstance(record, str) else record["text"]
-            self.seen.append(text)
-            marked = mark_text(text, [] if isinstance(record, str) else record["entities"])
-            translation = " ".join(table.get(word, word) for word in marked.text.split())
-            result = extract(marked, translation).as_dict()
-            result.update(hypotheses_tried=1, source=marked.source, marked_source=marked.text)
-            outputs.append(result)
-        return outputs
+        return " ".join(table.get(word, word) for word in marked.text.split())
 
 
 class FakeTagger:
