@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -60,8 +61,17 @@ M2M100_418M = {
 #: Token ids as in facebook/m2m100_418M: ``__en__`` and ``__de__``.
 EN, DE = 128022, 128021
 ENGINES = ("hf", "ct2-float32", "ct2-int8")
-#: Extra engines for finding defaults: CTranslate2 float32 handed whole batches (no sub-batches).
-VARIANTS = ("ct2-float32-unsplit",)
+#: Extra engines for finding defaults: ``ct2-TYPE-unsplit`` hands CTranslate2 whole batches,
+#: ``ct2-TYPE-rowsN`` sub-batches of at most N decoding rows (sentences × beams); plain ``ct2-TYPE``
+#: uses the backend's defaults for this CPU (``CPU_BATCH_ROWS`` in crop_hf/translation/backends.py).
+VARIANT = re.compile(r"^ct2-(?P<type>float32|int8)(?:-(?P<split>unsplit|rows(?P<rows>[1-9][0-9]*)))?$")
+
+
+def engine_name(name: str) -> str:
+    """``argparse`` type of ``--engines``: ``hf`` or a CTranslate2 variant (see :data:`VARIANT`)."""
+    if name != "hf" and not VARIANT.match(name):
+        raise argparse.ArgumentTypeError(f"{name!r}: use hf, ct2-float32, ct2-int8, ct2-TYPE-unsplit or ct2-TYPE-rowsN")
+    return name
 
 
 class IdTokenizer:
@@ -109,16 +119,18 @@ def prepare(workdir: Path) -> None:
         convert_checkpoint(model, tokenizer, workdir / f"ct2-{compute_type}", compute_type)
 
 
-def load_engine(name: str, workdir: Path, threads: int, ct2_threads: int | None):
+def load_engine(name: str, workdir: Path, threads: int, ct2_threads: int | None, ct2_inter_threads: int = 1):
     from crop_hf.translation.backends import CTranslate2Backend, TransformersBackend
 
     if name == "hf":
         return TransformersBackend(build_model())
-    compute_type = name.split("-")[1]
+    match = VARIANT.match(name)
+    compute_type, rows = match["type"], (0 if match["split"] == "unsplit" else match["rows"])
     return CTranslate2Backend(build_model(meta=True), IdTokenizer(M2M100_418M["vocab_size"]), compute_type=compute_type,
                               device="cpu", converted_model=workdir / f"ct2-{compute_type}",
                               intra_threads=ct2_threads if ct2_threads is not None else threads,
-                              max_batch_size=0 if name.endswith("-unsplit") else None)
+                              inter_threads=ct2_inter_threads,
+                              max_batch_rows=None if rows is None else int(rows))
 
 
 def inputs(count: int, length: int, seed: int = 0):
@@ -164,7 +176,7 @@ def child_time(args) -> None:
 
     torch.set_num_threads(args.threads)
     workdir = Path(args.workdir)
-    engines = {name: load_engine(name, workdir, args.threads, args.ct2_threads) for name in args.engines}
+    engines = {name: load_engine(name, workdir, args.threads, args.ct2_threads, args.ct2_inter_threads) for name in args.engines}
     ids, mask = inputs(args.sentences, args.src_tokens)
     for engine in engines.values():  # warm-up: first-call allocations
         run_config(engine, ids[:2], mask[:2], 2, 1, 4)
@@ -197,7 +209,8 @@ def child_memory(args) -> None:
 
     torch.set_num_threads(args.threads)
     before = _rss_mb()
-    engine = load_engine(args.engines[0], Path(args.workdir), args.threads, args.ct2_threads)
+    engine = load_engine(args.engines[0], Path(args.workdir), args.threads, args.ct2_threads,
+                         args.ct2_inter_threads)
     loaded = _rss_mb()
     batch = max(args.batch_sizes)
     ids, mask = inputs(batch, args.src_tokens)
@@ -221,6 +234,7 @@ def _child(mode: str, args, engines: list[str]) -> str:
                "--batch-sizes", *map(str, args.batch_sizes), "--beams", *map(str, args.beams)]
     if args.ct2_threads is not None:
         command += ["--ct2-threads", str(args.ct2_threads)]
+    command += ["--ct2-inter-threads", str(args.ct2_inter_threads)]
     env = dict(os.environ)
     if args.packed_gemm:
         env["CT2_USE_EXPERIMENTAL_PACKED_GEMM"] = "1"
@@ -270,9 +284,12 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=16)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[8, 32])
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 4])
-    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES + VARIANTS)
+    parser.add_argument("--engines", nargs="+", default=list(ENGINES), type=engine_name,
+                        help="hf, ct2-float32, ct2-int8, or variants ct2-TYPE-unsplit / ct2-TYPE-rowsN")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--ct2-threads", type=int, default=None, help="CTranslate2 intra_threads (default: --threads)")
+    parser.add_argument("--ct2-inter-threads", type=int, default=1,
+                        help="CTranslate2 inter_threads: sub-batches translated in parallel (default 1)")
     parser.add_argument("--packed-gemm", action="store_true", help="set CT2_USE_EXPERIMENTAL_PACKED_GEMM=1")
     parser.add_argument("--ct2-env", nargs="*", default=[], metavar="KEY=VALUE",
                         help="environment for the CTranslate2 runs, e.g. CT2_USE_MKL=1 (MKL on a non-Intel CPU)")
@@ -307,11 +324,14 @@ def main() -> None:
 
     import ctranslate2
 
+    from crop_hf.translation.backends import cpu_gemm_library
+
     print(f"\nm2m100_418M architecture, random weights; {args.sentences} sentences of {args.src_tokens} tokens -> "
           f"{args.new_tokens} tokens; {args.threads} torch threads, CTranslate2 intra_threads="
-          f"{args.ct2_threads or args.threads}, packed GEMM {'on' if args.packed_gemm else 'off'}"
+          f"{args.ct2_threads or args.threads}, inter_threads={args.ct2_inter_threads}, packed GEMM {'on' if args.packed_gemm else 'off'}"
           f"{''.join(', ' + item for item in args.ct2_env)}; "
-          f"ctranslate2 {ctranslate2.__version__}, {os.cpu_count()} CPUs (shared with other work: compare ratios)")
+          f"ctranslate2 {ctranslate2.__version__} with {cpu_gemm_library()} GEMM, {os.cpu_count()} CPUs "
+          f"(shared with other work: compare ratios)")
     header = f"{'decoding':10s} {'batch':>5s} " + " ".join(f"{e + ' sent/s':>18s}" for e in args.engines)
     others = [e for e in args.engines if e != "hf"]
     if "hf" in args.engines:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import random
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -139,8 +140,6 @@ def test_conversion_is_cached_per_content_and_compute_type(tiny_m2m100, cache, m
 
     quantized = _translator(tiny_m2m100, backend="ctranslate2", compute_type="int8")
     assert quantized.backend.path != first.backend.path
-    # float32 on CPU translates in sub-batches of at most 8 rows (benchmarks/bench_backends.py); int8 does not.
-    assert (first.backend._split_rows, quantized.backend._split_rows) == (8, 0)
     changed = _translator(tiny_m2m100, backend="ctranslate2", backend_options={"release_model": False})
     with torch.no_grad():
         changed.model.get_input_embeddings().weight[5, 0] += 1.0
@@ -234,3 +233,57 @@ def test_synthesis_builds_its_translator_with_the_backend(tiny_m2m100, tiny_xlmr
     assert models.translator.backend.name == "ctranslate2"
     assert models.translator.backend.compute_type == "int8"
     assert "backend" in config.result_arguments() and "compute_type" in config.result_arguments()
+
+
+@pytest.mark.parametrize(("library", "float32_rows"), [("onednn", 8), ("mkl", 0), ("other", 0)])
+def test_float32_sub_batches_follow_the_cpu_matrix_library(tiny_m2m100, cache, monkeypatch, library, float32_rows):
+    from crop_hf.translation import backends
+
+    monkeypatch.setattr(backends, "cpu_gemm_library", lambda: library)
+    # float32 on oneDNN (AMD) translates in sub-batches of at most 8 rows; on MKL (Intel) and int8, whole batches.
+    full = _translator(tiny_m2m100, backend="ctranslate2")
+    assert full.backend.max_batch_rows == float32_rows
+    assert _translator(tiny_m2m100, backend="ctranslate2", compute_type="int8").backend.max_batch_rows == 0
+    given = _translator(tiny_m2m100, backend="ctranslate2", backend_options={"max_batch_rows": 3})
+    assert given.backend.max_batch_rows == 3
+
+    calls = []
+    translate = full.backend.translator.translate_batch
+    monkeypatch.setattr(full.backend, "translator", SimpleNamespace(
+        translate_batch=lambda source, **options: calls.append(options.get("max_batch_size"))
+        or translate(source, **options)))
+    full(["Paris", "Berlin"], src_lang="en", tgt_lang="de", max_new_tokens=4, num_beams=2, batch_size=2)
+    assert calls == [float32_rows // 2 if float32_rows else None]
+
+
+@pytest.mark.parametrize(("vendor", "environ", "expected"), [
+    ("GenuineIntel", {}, "mkl"),
+    ("AuthenticAMD", {}, "onednn"),
+    ("AuthenticAMD", {"CT2_USE_MKL": "1"}, "mkl"),
+    ("AuthenticAMD", {"CT2_USE_MKL": "true"}, "mkl"),
+    ("GenuineIntel", {"CT2_USE_MKL": "0"}, "onednn"),
+    ("GenuineIntel", {"CT2_USE_MKL": "  "}, "mkl"),
+])
+def test_cpu_gemm_library_follows_ctranslate2s_rule(tmp_path, monkeypatch, vendor, environ, expected):
+    import platform
+
+    from crop_hf.translation.backends import cpu_gemm_library
+
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nvendor_id\t: {vendor}\nmodel name\t: some CPU\n", encoding="utf-8")
+    assert cpu_gemm_library(environ, cpuinfo) == expected
+
+
+def test_cpu_gemm_library_off_x86_and_without_cpuinfo(tmp_path, monkeypatch):
+    import platform
+
+    from crop_hf.translation.backends import cpu_gemm_library
+
+    monkeypatch.setattr(platform, "machine", lambda: "arm64")
+    assert cpu_gemm_library({"CT2_USE_MKL": "1"}, tmp_path / "none") == "other"
+    monkeypatch.setattr(platform, "machine", lambda: "AMD64")
+    monkeypatch.setattr(platform, "processor", lambda: "Intel64 Family 6 Model 143 Stepping 8, GenuineIntel")
+    assert cpu_gemm_library({}, tmp_path / "none") == "mkl"
+    monkeypatch.setattr(platform, "processor", lambda: "AMD64 Family 25 Model 1 Stepping 1, AuthenticAMD")
+    assert cpu_gemm_library({}, tmp_path / "none") == "onednn"

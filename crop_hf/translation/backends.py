@@ -61,6 +61,7 @@ __all__ = [
     "check_embeddings_cover_vocabulary",
     "conversion_key",
     "convert_checkpoint",
+    "cpu_gemm_library",
     "default_cache_dir",
     "make_backend",
     "resolve_compute_type",
@@ -77,14 +78,48 @@ COMPUTE_TYPES: dict[str, tuple[str, ...]] = {
 }
 
 #: Default CTranslate2 settings, chosen with benchmarks/bench_backends.py: all threads on one batch
-#: (inter_threads=1), intra_threads = torch's thread count, and on CPU in float32 sub-batches of at
-#: most ``float32_rows`` decoding rows (sentences × beams): there CTranslate2's float32 GEMM (oneDNN,
-#: unpacked, on AMD CPUs) got slower per sentence beyond about 8 rows while ``generate`` got faster,
-#: which made CTranslate2 float32 slower than ``generate`` at batch 32; int8 gains from big batches.
-#: Even so, on a shared 2-core AMD EPYC float32 stayed at 0.7-0.9x of ``generate`` at batch 32
-#: (1.3-2x at batch 8); CT2_USE_MKL=1 (MKL instead of oneDNN) made int8 about 25x slower, so it is
-#: not set. Use int8 on CPU for speed (3-9x).
-CPU_DEFAULTS: dict[str, Any] = {"inter_threads": 1, "float32_rows": 8}
+#: (inter_threads=1) and intra_threads = torch's thread count, so both engines get the same cores.
+CPU_DEFAULTS: dict[str, Any] = {"inter_threads": 1}
+
+#: Most decoding rows (sentences × beams) per CTranslate2 call on CPU, per GEMM library and compute
+#: type (absent: whole batches), measured with benchmarks/bench_backends.py on m2m100_418M's shape:
+#:
+#: * oneDNN (AMD CPUs), float32: unpacked oneDNN GEMM got slower per sentence beyond about 8 rows
+#:   while ``generate`` got faster, so whole batches of 32 ran at 0.65-0.82x of ``generate``;
+#:   sub-batches of 8 rows gave 1.3-2x at batch 8 and 0.7-0.9x at batch 32.
+#: * MKL (Intel CPUs), float32: the opposite. Whole batches ran at 1.2-1.6x of ``generate``, and
+#:   sub-batches of 8 rows at 0.3-0.6x, so batches stay whole.
+#: * int8 gains from big batches on both libraries.
+#:
+#: CT2_USE_MKL=1 (MKL on an AMD CPU) made int8 about 25x slower there, so it is never set here.
+CPU_BATCH_ROWS: dict[tuple[str, str], int] = {("onednn", "float32"): 8}
+
+
+def cpu_gemm_library(environ: Mapping[str, str] | None = None, cpuinfo: str | Path = "/proc/cpuinfo") -> str:
+    """The matrix-product library CTranslate2 uses on this CPU: ``"mkl"``, ``"onednn"`` or ``"other"``.
+
+    CTranslate2's own rule, which it does not expose to Python: the environment variable
+    ``CT2_USE_MKL`` decides when it is set; otherwise Intel MKL on Intel CPUs and oneDNN on other
+    x86-64 CPUs (AMD). Non-x86 machines (ARM: Apple Accelerate, OpenBLAS or Ruy) give ``"other"``.
+
+    >>> cpu_gemm_library({"CT2_USE_MKL": "1"}), cpu_gemm_library({"CT2_USE_MKL": "0"})
+    ('mkl', 'onednn')
+    """
+    import platform
+
+    environ = os.environ if environ is None else environ
+    if platform.machine().lower() not in ("x86_64", "amd64", "i686", "x86"):
+        return "other"
+    forced = environ.get("CT2_USE_MKL", "").strip().lower()
+    if forced:
+        return "mkl" if forced in ("1", "true", "yes", "on") else "onednn"
+    vendor = ""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as handle:
+            vendor = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("vendor_id")), "")
+    except OSError:
+        vendor = platform.processor()
+    return "mkl" if "intel" in vendor.lower() else "onednn"
 
 # generate() options that mean nothing to CTranslate2 because the converted model already carries
 # them (special ids) or they only steer transformers' implementation.
@@ -291,8 +326,11 @@ class CTranslate2Backend:
         intra_threads: threads per translation (0: CTranslate2's default of up to 4); default the
             number torch uses, so both engines get the same cores.
         inter_threads: batches translated in parallel (default 1).
-        max_batch_size: split each batch into sub-batches of this many sentences (0: never); default
-            on CPU in float32: ``8 // num_beams`` sentences (see :data:`CPU_DEFAULTS`), else 0.
+        max_batch_size: split each batch into sub-batches of this many sentences (0: never);
+            overrides ``max_batch_rows``.
+        max_batch_rows: split each batch into sub-batches of at most this many decoding rows
+            (sentences × ``num_beams``; 0: never); default on CPU from :data:`CPU_BATCH_ROWS` for
+            this CPU's matrix library (:func:`cpu_gemm_library`) and the compute type, else 0.
         release_model: move the Hugging Face weights to the meta device after conversion (they
             are not used any more and a 418M model holds 1.7 GB); ``model.config`` and
             ``model.generation_config`` stay usable.
@@ -311,6 +349,7 @@ class CTranslate2Backend:
         intra_threads: int | None = None,
         inter_threads: int = CPU_DEFAULTS["inter_threads"],
         max_batch_size: int | None = None,
+        max_batch_rows: int | None = None,
         release_model: bool = True,
     ) -> None:
         ctranslate2 = _import_ctranslate2()
@@ -344,7 +383,10 @@ class CTranslate2Backend:
             inter_threads=inter_threads,
         )
         self.max_batch_size = max_batch_size
-        self._split_rows = CPU_DEFAULTS["float32_rows"] if (ct2_device, self.compute_type) == ("cpu", "float32") else 0
+        if max_batch_rows is None:
+            library = cpu_gemm_library() if ct2_device == "cpu" else "cuda"
+            max_batch_rows = CPU_BATCH_ROWS.get((library, self.compute_type), 0)
+        self.max_batch_rows = max_batch_rows
         self.generation_config = model.generation_config
         self.decoder_start_token_id = model.config.decoder_start_token_id
         self.pad_token_id = model.config.pad_token_id if model.config.pad_token_id is not None else tokenizer.pad_token_id
@@ -421,8 +463,8 @@ class CTranslate2Backend:
         prefix = None if forced is None else [[vocabulary[int(forced)]]] * len(source)
         if self.max_batch_size is not None:
             options["max_batch_size"] = self.max_batch_size
-        elif self._split_rows:
-            options["max_batch_size"] = max(1, self._split_rows // options["beam_size"])
+        elif self.max_batch_rows:
+            options["max_batch_size"] = max(1, self.max_batch_rows // options["beam_size"])
         results = self.translator.translate_batch(source, target_prefix=prefix, **options)
         rows = [[self.decoder_start_token_id, *(self.index[token] for token in hypothesis)]
                 for result in results for hypothesis in result.hypotheses]
