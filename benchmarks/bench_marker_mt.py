@@ -55,12 +55,16 @@ import time
 from pathlib import Path
 
 RECIPES = {
-    "recommended": {"min_gap": 1, "random_slot_numbers": False, "marker_loss_weight": 3.0},
-    "naive": {"min_gap": 0, "random_slot_numbers": False, "marker_loss_weight": 1.0},
-    "adjacent": {"min_gap": 0, "random_slot_numbers": False, "marker_loss_weight": 3.0},
-    "random_numbers": {"min_gap": 1, "random_slot_numbers": True, "marker_loss_weight": 3.0},
-    "plain_loss": {"min_gap": 1, "random_slot_numbers": False, "marker_loss_weight": 1.0},
+    "recommended": {"min_gap": 1, "random_slot_numbers": False, "marker_loss_weight": 3.0, "content": False},
+    "content": {"min_gap": 1, "random_slot_numbers": False, "marker_loss_weight": 3.0, "content": True},
+    "naive": {"min_gap": 0, "random_slot_numbers": False, "marker_loss_weight": 1.0, "content": False},
+    "adjacent": {"min_gap": 0, "random_slot_numbers": False, "marker_loss_weight": 3.0, "content": False},
+    "random_numbers": {"min_gap": 1, "random_slot_numbers": True, "marker_loss_weight": 3.0, "content": False},
+    "plain_loss": {"min_gap": 1, "random_slot_numbers": False, "marker_loss_weight": 1.0, "content": False},
 }
+#: Held-out slot sets: any phrase pair, or phrase pairs that neither begin nor end with a function word.
+HELDOUT = ("any", "content")
+FUNCTION_WORDS = Path(__file__).resolve().parent / "function_words_en_de.tsv"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -84,6 +88,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--eval_samples", type=int, default=None, help="first N val pairs (default: all 1,014)")
     parser.add_argument("--num_beams", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--mixed_precision", choices=["no", "bf16"], default="no",
+                        help="bf16 autocast for training (fast on CPUs with AMX/AVX512-BF16)")
+    parser.add_argument("--heldout", choices=HELDOUT, default="content",
+                        help="held-out slots evaluated during training; the final models are scored on both sets")
+    parser.add_argument("--function_words", default=str(FUNCTION_WORDS),
+                        help="lang<TAB>word file of the 'content' phrase selection and held-out set")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)
 
@@ -105,13 +115,29 @@ def build_model(path: Path, corpus: list[str], args) -> Path:
     return path
 
 
-def _redraw(row, index, config, seed):
-    """Markers drawn afresh for one marked pair from its candidate phrase pairs."""
-    from crop_hf.translation.parallel import remark
+def _redraw(row, index, config, seed, function_words=None):
+    """Markers drawn afresh for one marked pair from its candidate phrase pairs (``function_words``:
+    only those that neither begin nor end with one of them)."""
+    from crop_hf.translation.parallel import remark, without_function_word_edges
 
-    pair = remark(row["source_text"], row["target_text"], [tuple(p) for p in row["phrase_pairs"]], config,
-                  random.Random(seed * 1_000_003 + index))
+    candidates = [tuple(p) for p in row["phrase_pairs"]]
+    if function_words is not None:
+        candidates = without_function_word_edges(
+            row["source_text"], row["target_text"], candidates,
+            function_words.get(row["src_lang"], frozenset()), function_words.get(row["tgt_lang"], frozenset()))
+    pair = remark(row["source_text"], row["target_text"], candidates, config, random.Random(seed * 1_000_003 + index))
     return {"source": pair.source, "target": pair.target, "slots": list(pair.slots)}
+
+
+def _final_scores(path: Path, dataset, args):
+    """A trained model's scores on another held-out set (its learning curve is on ``--heldout``)."""
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from crop_hf.translation.evaluation import evaluate_translation
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(path).eval()
+    return evaluate_translation(model, AutoTokenizer.from_pretrained(path), dataset, name="trained", batch_size=64,
+                                num_beams=args.num_beams, max_new_tokens=64)
 
 
 def main(argv=None) -> int:
@@ -127,7 +153,12 @@ def main(argv=None) -> int:
     from itertools import chain
 
     from crop_hf.translation.evaluation import TranslationEvaluation, format_translation_table
-    from crop_hf.translation.parallel import MarkingConfig, mark_parallel, pairs_from_files
+    from crop_hf.translation.parallel import (
+        MarkingConfig,
+        mark_parallel,
+        pairs_from_files,
+        read_function_words,
+    )
     from crop_hf.translation.training import parse_translation_arguments, train_translation
 
     data, work = Path(args.data_dir), Path(args.work_dir)
@@ -145,10 +176,14 @@ def main(argv=None) -> int:
     if args.eval_samples:
         val = val.select(range(min(args.eval_samples, len(val))))
     # Held-out slots are numbered left to right, as the labeled-translation pipeline numbers them.
+    function_words = read_function_words(args.function_words)
     in_order = MarkingConfig(max_slots=args.max_slots, random_slot_numbers=False, seed=args.seed)
-    val = val.map(lambda row, index: _redraw(row, index, in_order, args.seed), with_indices=True,
-                  desc="held-out markers, numbered left to right")
-    print(f"marked {len(train)} train and {len(val)} val pairs in {marking_seconds:.0f} s", flush=True)
+    heldout = {kind: val.map(lambda row, index, kind=kind: _redraw(row, index, in_order, args.seed,
+                                                                   function_words if kind == "content" else None),
+                             with_indices=True, desc=f"held-out markers ({kind} phrases), numbered left to right")
+               for kind in HELDOUT}
+    print(f"marked {len(train)} train and {len(val)} val pairs in {marking_seconds:.0f} s; held-out slots: "
+          + ", ".join(f"{kind} {sum(len(s) for s in data['slots'])}" for kind, data in heldout.items()), flush=True)
 
     model_path = build_model(work / "tiny-m2m100", list(chain(train["source_text"], train["target_text"])), args)
     eval_minutes = args.eval_minutes or max(args.minutes / 3, 0.5)
@@ -158,8 +193,9 @@ def main(argv=None) -> int:
         options = RECIPES[recipe]
         config = MarkingConfig(max_slots=args.max_slots, min_gap=options["min_gap"],
                                random_slot_numbers=options["random_slot_numbers"], seed=args.seed)
-
-        recipe_train = train.map(lambda row, index, config=config: _redraw(row, index, config, args.seed),
+        words = function_words if options["content"] else None
+        recipe_train = train.map(lambda row, index, config=config, words=words: _redraw(row, index, config,
+                                                                                        args.seed, words),
                                  with_indices=True, desc=f"markers for {recipe}")
         model_args, data_args, training_args = parse_translation_arguments([
             "--model_name_or_path", str(model_path), "--output_dir", str(work / recipe),
@@ -168,16 +204,21 @@ def main(argv=None) -> int:
             "--per_device_eval_batch_size", "64", "--learning_rate", str(args.learning_rate),
             "--lr_scheduler_type", "inverse_sqrt", "--warmup_steps", str(args.warmup_steps),
             "--marker_loss_weight", str(options["marker_loss_weight"]), "--eval_num_beams", str(args.num_beams),
-            "--eval_max_new_tokens", "64", "--seed", str(args.seed), "--mixed_precision", "no",
+            "--eval_max_new_tokens", "64", "--seed", str(args.seed), "--mixed_precision", args.mixed_precision,
             "--evaluate_before_training", "true" if k == 0 else "false", "--no_show_progress"])
         result = train_translation(model_args, data_args, training_args, train_dataset=recipe_train,
-                                   eval_dataset=val)
+                                   eval_dataset=heldout[args.heldout])
         for (model, decoding, direction), scores in result.evaluation.scores.items():
             name = model if model == "untrained" else recipe
-            table.scores[(name, decoding, direction)] = scores
+            table.scores[(name, decoding, f"{direction} {args.heldout}")] = scores
+        other = next(kind for kind in HELDOUT if kind != args.heldout)
+        final = _final_scores(work / recipe, heldout[other], args)
+        for (_, decoding, direction), scores in final.scores.items():
+            table.scores[(recipe, decoding, f"{direction} {other}")] = scores
         summary["recipes"][recipe] = {"history": result.history, "results": {
-            key: value for key, value in result.results.items() if key != "history"}}
-        print(f"\n== {recipe}: learning curve (val en-de) ==")
+            key: value for key, value in result.results.items() if key != "history"},
+            f"final_{other}_heldout": final.to_dict()}
+        print(f"\n== {recipe}: learning curve (val en-de, {args.heldout} held-out slots) ==")
         print("minutes  step  tokens/s  direction  decoding     completeness  slot_acc  kept   BLEU  chrF")
         for entry in result.history:
             for item in entry.get("scores", []):

@@ -21,7 +21,9 @@ from crop_hf.translation.parallel import (
     mark_parallel,
     pairs_from_dataset,
     pairs_from_files,
+    read_function_words,
     select_phrase_pairs,
+    without_function_word_edges,
     words,
 )
 
@@ -141,6 +143,46 @@ def test_left_to_right_numbers_slot_prob_and_both_directions():
         assert seen == list(range(len(seen)))
         if row["src_lang"] == "de":
             assert row["source_text"] == row["source_text"].upper()
+
+
+def test_function_words_never_begin_or_end_a_slot_on_either_side(tmp_path):
+    words_file = tmp_path / "function_words.tsv"
+    words_file.write_text("# comment line\nen\tAlpha\nen\tbeta  # the second one\n\nde\tGAMMA\n", encoding="utf-8")
+    assert read_function_words(words_file) == {"en": {"alpha", "beta"}, "de": {"gamma"}}
+    config = MarkingConfig(max_slots=3, max_phrase_length=2, seed=3, slot_prob=1.0,
+                           function_words_file=str(words_file))
+    ds = mark_parallel(corpus(), config, aligner=DiagonalAligner()).dataset
+    plain = mark_parallel(corpus(), MarkingConfig(max_slots=3, max_phrase_length=2, seed=3, slot_prob=1.0),
+                          aligner=DiagonalAligner()).dataset
+    for row in ds:
+        for start, end, tstart, tend in row["phrase_pairs"]:
+            source, target = row["source_text"][start:end].split(), row["target_text"][tstart:tend].split()
+            assert {source[0], source[-1]}.isdisjoint({"alpha", "beta"})
+            assert {target[0].lower(), target[-1].lower()}.isdisjoint({"gamma"})
+    assert sum(len(r) for r in ds["phrase_pairs"]) < sum(len(r) for r in plain["phrase_pairs"])
+    assert all(row["slots"] or not row["phrase_pairs"] for row in ds)
+
+
+def test_without_function_word_edges_checks_first_and_last_word_only():
+    source, target = "the red cat of Paris", "die rote Katze aus Paris"
+    spans = {"the red": (0, 7, 0, 8), "red cat": (4, 11, 4, 14), "cat of Paris": (8, 20, 9, 24),
+             "of": (12, 14, 15, 18), "cat of": (8, 14, 9, 18)}
+    kept = without_function_word_edges(source, target, list(spans.values()), frozenset({"the", "of"}),
+                                       frozenset({"die", "aus"}))
+    assert kept == [spans["red cat"], spans["cat of Paris"]]  # a function word inside a phrase is fine
+    # each side is checked with its own words: a German function word on the English side is content
+    assert without_function_word_edges(source, target, [spans["the red"]], frozenset({"die"}), frozenset()) \
+        == [spans["the red"]]
+    assert without_function_word_edges(source, target, [spans["red cat"]], frozenset(), frozenset({"katze"})) == []
+
+
+@pytest.mark.parametrize("content", ["en\tthe\nthe\n", "en\tthe\tthe\n", "en\t\n"])
+def test_a_bad_function_words_file_names_file_and_line(tmp_path, content):
+    path = tmp_path / "words.tsv"
+    path.write_text(content, encoding="utf-8")
+    line = 1 if content.count("\n") == 1 else 2
+    with pytest.raises(ValueError, match=rf"words\.tsv:{line}: expected 'lang<TAB>word'"):
+        MarkingConfig(function_words_file=str(path))
 
 
 def test_bad_pairs_are_dropped_and_counted_not_fatal():

@@ -51,8 +51,10 @@ __all__ = [
     "mark_parallel",
     "pairs_from_dataset",
     "pairs_from_files",
+    "read_function_words",
     "remark",
     "select_phrase_pairs",
+    "without_function_word_edges",
     "words",
 ]
 
@@ -115,6 +117,11 @@ class MarkingConfig:
         default=True, metadata={"help": "Number slots at random (else left to right in the source)."})
     marker_style: Literal["crop", "easyproject"] = field(
         default="crop", metadata={"help": "crop: __SLOT{i}__ on both sides; easyproject: [ ... ]."})
+    function_words_file: str | None = field(
+        default=None,
+        metadata={"help": "A file of closed-class words (articles, prepositions, pronouns...), one 'lang<TAB>word' "
+                          "per line: no slot begins or ends with one of its side's words, so that slots look like "
+                          "entity mentions (default: any phrase pair)."})
     both_directions: bool = field(default=False, metadata={"help": "Also emit every pair target-to-source."})
     max_words: int = field(default=200, metadata={"help": "Drop pairs with a side longer than this (words)."})
     align_chunk_size: int = field(
@@ -132,6 +139,8 @@ class MarkingConfig:
         if self.min_gap < 0:
             raise ValueError(f"min_gap must be 0 or more, got {self.min_gap}")
         get_marker_style(self.marker_style)
+        if self.function_words_file is not None:
+            read_function_words(self.function_words_file)  # a bad file fails here, before any alignment
 
 
 # --- reading -------------------------------------------------------------------------------------
@@ -253,6 +262,43 @@ def consistent_phrase_pairs(
             if all(i1 <= i < i2 for j in range(j1, j2) for i in by_target.get(j, ())):
                 found.append((i1, i2, j1, j2))
     return found
+
+
+def read_function_words(path: str | Path) -> dict[str, frozenset[str]]:
+    """The closed-class words of each language in a ``lang<TAB>word`` file (lower-cased; ``#`` starts a comment).
+
+    Raises ``ValueError`` naming the file and line of a line that is not two tab-separated fields.
+    """
+    path = Path(path)
+    found: dict[str, set[str]] = {}
+    with _open_text(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            fields = line.split("\t")
+            if len(fields) != 2 or not all(f.strip() for f in fields):
+                raise ValueError(f"{path}:{number}: expected 'lang<TAB>word', got {line!r}")
+            found.setdefault(fields[0].strip(), set()).add(fields[1].strip().lower())
+    return {lang: frozenset(items) for lang, items in found.items()}
+
+
+def without_function_word_edges(
+    source: str, target: str, candidates: Sequence[PhrasePair], source_words: frozenset[str],
+    target_words: frozenset[str],
+) -> list[PhrasePair]:
+    """The candidates whose first and last word, on both sides, are not function words (case-insensitive).
+
+    >>> without_function_word_edges("a red cat", "eine rote Katze", [(0, 5, 0, 9), (2, 9, 5, 15)],
+    ...                             frozenset({"a"}), frozenset({"eine"}))
+    [(2, 9, 5, 15)]
+    """
+    def edges_ok(text: str, start: int, end: int, banned: frozenset[str]) -> bool:
+        spans = words(text[start:end])
+        return not spans or not ({text[start + s:start + e].lower() for s, e in (spans[0], spans[-1])} & banned)
+
+    return [c for c in candidates
+            if edges_ok(source, c[0], c[1], source_words) and edges_ok(target, c[2], c[3], target_words)]
 
 
 def _word_edges(text: str) -> bool:
@@ -460,6 +506,7 @@ def mark_parallel(
         stale.unlink()
     writer = _ShardWriter(folder, config.shard_size)
     rng = random.Random(config.seed)
+    function_words = read_function_words(config.function_words_file) if config.function_words_file else {}
     counts: Counter = Counter()
     timings = {"read": 0.0, "align": 0.0, "extract_and_mark": 0.0, "write": 0.0}
     started = time.perf_counter()
@@ -479,7 +526,8 @@ def mark_parallel(
                 counts[f"dropped_{reason}"] += 1
                 continue
             kept.setdefault((pair.src_lang, pair.tgt_lang), []).append(pair)
-        for group in kept.values():
+        for (src_lang, tgt_lang), group in kept.items():
+            banned = (function_words.get(src_lang, frozenset()), function_words.get(tgt_lang, frozenset()))
             source_words = [words(p.source) for p in group]
             target_words = [words(p.target) for p in group]
             tick = time.perf_counter()
@@ -498,6 +546,8 @@ def mark_parallel(
                 # Entities do not start or end with punctuation ("bushes ." is not a phrase to label).
                 candidates = [c for c in candidates if _word_edges(pair.source[c[0]:c[1]])
                               and _word_edges(pair.target[c[2]:c[3]])]
+                if function_words:
+                    candidates = without_function_word_edges(pair.source, pair.target, candidates, *banned)
                 rows.append(_row(pair, candidates, remark(pair.source, pair.target, candidates, config, rng)))
                 counts["marked_pairs"] += 1
                 counts["slots"] += len(rows[-1]["slots"])
