@@ -6,11 +6,15 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 # Machines here are small and shared: example timing is noise, not a property of the code.
 settings.register_profile("crop-hf", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("crop-hf")
+# Under mutation testing a failing property only has to fail: shrinking its example to the smallest
+# one (seconds per killed mutant) tells mutmut nothing. Same examples, same verdicts.
+settings.register_profile("crop-hf-mutation", parent=settings.get_profile("crop-hf"),
+                          phases=[Phase.explicit, Phase.reuse, Phase.generate])
+settings.load_profile("crop-hf-mutation" if "MUTANT_UNDER_TEST" in os.environ else "crop-hf")
 
 # Tests never reach the Hub: fail fast instead of retrying for ~20 s per call.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -47,6 +51,24 @@ def pytest_terminal_summary(terminalreporter) -> None:
         terminalreporter.write_line(
             f"{len(skipped)} real-data tests did not run: {REAL_DATA_SKIP} {SHARED_DATA} "
             "(put the corpora there or set CROP_HF_SHARED_DATA)")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Under mutation testing, run a mutant's tests fastest first: the first failure ends its run.
+
+    mutmut (benchmarks/mutation_score.py) runs each mutant's covering tests with ``-x`` in file
+    order; ordering them by the durations mutmut recorded lets the cheapest killing test come first.
+    Outside mutmut (no ``MUTANT_UNDER_TEST``) the order is untouched.
+    """
+    if "MUTANT_UNDER_TEST" not in os.environ:
+        return
+    stats = Path.cwd() / "mutmut-stats.json"
+    if not stats.is_file():
+        return
+    import json
+
+    durations = json.loads(stats.read_text(encoding="utf-8")).get("duration_by_test", {})
+    items.sort(key=lambda item: durations.get(item.nodeid, float("inf")))
 
 
 @pytest.fixture(scope="session")
