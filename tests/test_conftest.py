@@ -1,8 +1,11 @@
-"""The suite's own plumbing: real-data tests that cannot run are counted once in the summary."""
+"""The suite's own plumbing: real-data tests that cannot run are counted once in the summary; under
+mutation testing a mutant's tests run fastest first and Hypothesis does not shrink."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,12 +13,43 @@ from pathlib import Path
 TESTS = Path(__file__).parent
 
 
-def run_suite(folder: Path, data: Path) -> subprocess.CompletedProcess:
+def run_suite(folder: Path, data: Path, *options: str, **environ: str) -> subprocess.CompletedProcess:
     """pytest over ``folder`` with this suite's conftest and the corpora expected at ``data``."""
     (folder / "conftest.py").write_text((TESTS / "conftest.py").read_text())
-    env = {**os.environ, "CROP_HF_SHARED_DATA": str(data)}
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)],
+    env = {k: v for k, v in os.environ.items() if k != "MUTANT_UNDER_TEST"}
+    env.update(CROP_HF_SHARED_DATA=str(data), **environ)
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options, str(folder)],
                           cwd=folder, env=env, capture_output=True, text=True, timeout=120)
+
+
+ORDER_TESTS = """
+import pytest
+from hypothesis import given, settings, strategies as st, Phase
+
+@pytest.mark.parametrize("name", ["slow", "fast", "unknown", "medium"])
+def test_order(name):
+    print("RAN", name)
+
+def test_shrinking():
+    print("SHRINK", Phase.shrink in settings().phases)
+"""
+
+
+def test_under_mutmut_tests_run_fastest_first_without_shrinking(tmp_path):
+    (tmp_path / "test_order.py").write_text(ORDER_TESTS)
+    durations = {f"test_order.py::test_order[{name}]": seconds
+                 for name, seconds in (("slow", 9.0), ("fast", 0.1), ("medium", 2.0))}
+    durations["test_order.py::test_shrinking"] = 5.0
+    (tmp_path / "mutmut-stats.json").write_text(json.dumps({"duration_by_test": durations}))
+
+    def ran(run):
+        assert run.returncode == 0, run.stdout + run.stderr
+        return re.findall(r"(?:RAN|SHRINK) (\w+)", run.stdout)
+
+    mutating = ran(run_suite(tmp_path, tmp_path, "-s", MUTANT_UNDER_TEST="crop_hf.markers.x_find__mutmut_1"))
+    assert mutating == ["fast", "medium", "False", "slow", "unknown"]  # unknown durations last
+    plain = ran(run_suite(tmp_path, tmp_path, "-s"))
+    assert plain == ["slow", "fast", "unknown", "medium", "True"]  # file order, Hypothesis' default phases
 
 
 def test_summary_counts_real_data_tests_skipped_without_the_corpora(tmp_path):
