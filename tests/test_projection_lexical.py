@@ -9,7 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crop_hf.labels import is_valid, spans_to_tags
-from crop_hf.projection import Normalizer, project_lexical, tokenize_target, uses_characters
+from crop_hf.projection import (
+    EntityStatus,
+    LexicalMatcher,
+    Normalizer,
+    TranslatedEntity,
+    project_lexical,
+    read_entities,
+    tokenize_target,
+    uses_characters,
+)
 
 
 def spans(result):
@@ -184,7 +193,8 @@ def test_labeled_translation_output_is_accepted():
 def test_bad_entities_are_reported():
     with pytest.raises(ValueError, match="entity 1 has no 'label'"):
         project_lexical("a b", [{"text": "a", "label": "X"}, {"text": "b"}])
-    with pytest.raises(ValueError, match="'entities' list"):
+    with pytest.raises(ValueError, match=r"^a labeled translation needs an 'entities' list "
+                                         r"\(the labeled-translation pipeline output\)$"):
         project_lexical("a b", {"translation": "a b"})
     with pytest.raises(ValueError, match="repeated must be"):
         project_lexical("a b", [], repeated="twice")
@@ -212,6 +222,110 @@ def test_language_decides_tokenization():
     assert tokenize_target("a b", tokenization="characters").tokens == ["a", "b"]
     with pytest.raises(ValueError, match="tokenization must be"):
         tokenize_target("a", tokenization="wordpiece")
+
+
+def test_labeled_translation_without_complete_key_counts_as_complete():
+    output = {"translation": "Ich wohne in Oslo.", "entities": [{"text": "Oslo", "label": "LOC", "start": 12, "end": 16}]}
+    assert read_entities(output) == ([TranslatedEntity("Oslo", "LOC", 12)], True)
+    result = project_lexical("Ich wohne in Oslo .", output)
+    assert (result.complete, result.kept, result.reason) == (True, True, None)
+
+
+def test_list_pairs_are_read_like_tuple_pairs():
+    entities = [["Göteborg", "LOC"], ("Volvo", "ORG")]
+    assert read_entities(entities) == ([TranslatedEntity("Göteborg", "LOC"), TranslatedEntity("Volvo", "ORG")], True)
+    result = project_lexical("Ich arbeite in Göteborg bei Volvo .", entities)
+    assert result.tags == ["O", "O", "O", "B-LOC", "O", "B-ORG", "O"]
+    assert result.statuses == [EntityStatus("Göteborg", "LOC", "found"), EntityStatus("Volvo", "ORG", "found")]
+
+
+EXPECTED_SHAPE = r": expected a dict with 'text' and 'label' or a \(text, label\) pair$"
+
+
+def test_entities_that_are_not_text_label_pairs_are_rejected_with_their_index():
+    with pytest.raises(ValueError, match=r"^entity 1 is \('Oslo', 'LOC', 12\)" + EXPECTED_SHAPE):
+        read_entities([("Bergen", "LOC"), ("Oslo", "LOC", 12)])
+    with pytest.raises(ValueError, match=r"^entity 0 is \('Oslo',\)" + EXPECTED_SHAPE):
+        read_entities([("Oslo",)])
+    with pytest.raises(ValueError, match=r"^entity 0 is \['Oslo', 'LOC', 12\]" + EXPECTED_SHAPE):
+        read_entities([["Oslo", "LOC", 12]])
+    with pytest.raises(ValueError, match=r"^entity 0 is 'EU'" + EXPECTED_SHAPE):
+        read_entities([("EU")])  # a forgotten comma: a bare string, even of length 2, is not a pair
+    with pytest.raises(ValueError, match=r"^entity 0 is None" + EXPECTED_SHAPE):
+        project_lexical("a b", [None])
+
+
+# -- sources, statuses, edge punctuation, empty tokens ---------------------------------------------
+
+def test_projected_entities_name_their_source_entity_and_statuses_keep_the_label():
+    target = "El Real Madrid jugó en Madrid y volvió a Madrid ."
+    result = project_lexical(target, [("Madrid", "LOC"), ("Real Madrid", "ORG"), ("Sevilla", "LOC")], drop_incomplete=False)
+    # Sorted by position: "Real Madrid" (entity 1), then the exact and the repeated "Madrid" (entity 0).
+    assert [(e.text, e.source, e.match) for e in result.entities] == [
+        ("Real Madrid", 1, "exact"), ("Madrid", 0, "exact"), ("Madrid", 0, "repeat")]
+    assert result.statuses == [EntityStatus("Madrid", "LOC", "found"), EntityStatus("Real Madrid", "ORG", "found"),
+                               EntityStatus("Sevilla", "LOC", "missing")]
+    assert result.to_dict()["entity_status"][2] == {"text": "Sevilla", "label": "LOC", "status": "missing"}
+
+
+def test_trailing_punctuation_words_of_an_entity_are_matched_when_present_and_optional_otherwise():
+    full = project_lexical("Papst Paul VI . kam", [("Paul VI .", "PER")])
+    assert [(e.text, e.token_start, e.token_end) for e in full.entities] == [("Paul VI .", 1, 4)]
+    short = project_lexical("Papst Paul VI kam", [("Paul VI .", "PER")])
+    assert [(e.text, e.token_start, e.token_end) for e in short.entities] == [("Paul VI", 1, 3)]
+    assert short.statuses == [EntityStatus("Paul VI .", "PER", "found")] and short.kept
+
+
+def test_enclosing_punctuation_words_of_an_entity_are_matched_when_present_and_optional_otherwise():
+    full = project_lexical("bei « Volvo » .", [("« Volvo »", "ORG")])
+    assert [(e.text, e.token_start, e.token_end) for e in full.entities] == [("« Volvo »", 1, 4)]
+    bare = project_lexical("bei Volvo .", [("« Volvo »", "ORG")])
+    assert [(e.text, e.token_start, e.token_end) for e in bare.entities] == [("Volvo", 1, 2)]
+    nested = project_lexical("bei Volvo .", [("( « Volvo » )", "ORG")])  # several punctuation words per edge
+    assert [(e.text, e.token_start, e.token_end) for e in nested.entities] == [("Volvo", 1, 2)]
+    assert nested.statuses[0].status == "found"
+
+
+def test_character_entity_keeps_a_trailing_full_stop_the_target_has():
+    full = project_lexical("我住在哥德堡。", [("哥德堡。", "LOC")], lang="zh")
+    assert [(e.text, e.token_start, e.token_end) for e in full.entities] == [("哥德堡。", 3, 7)]
+    assert full.tags == ["O", "O", "O", "B-LOC", "I-LOC", "I-LOC", "I-LOC"]
+    bare = project_lexical("哥德堡是城市", [("哥德堡。", "LOC")], lang="zh")
+    assert [(e.text, e.token_start, e.token_end) for e in bare.entities] == [("哥德堡", 0, 3)]
+
+
+def test_without_punctuation_stripping_the_projected_text_keeps_glued_punctuation():
+    text = "Ich wohne in Göteborg."
+    result = project_lexical(text, [("Göteborg.", "LOC")], normalizer=Normalizer(strip_punctuation=False),
+                             tokenization="whitespace")
+    entity = result.entities[0]
+    assert (entity.text, entity.start, entity.end) == ("Göteborg.", 13, 22)
+    assert text[entity.start:entity.end] == "Göteborg."
+
+
+def test_an_empty_given_token_separates_its_neighbours():
+    target = ["Oslo", "", "Bergen"]
+    matcher = LexicalMatcher(tokenize_target(target))
+    assert matcher.units == ["Oslo", "\x00", "Bergen"]  # a NUL stands in for it: a boundary of its own
+    assert (matcher.haystack, matcher.bounds) == ("Oslo\x00Bergen", [0, 4, 5, 11])
+    result = project_lexical(target, [("Oslo Bergen", "LOC"), ("Bergen", "LOC")], drop_incomplete=False)
+    assert [s.status for s in result.statuses] == ["missing", "found"]
+    assert result.tags == ["O", "O", "B-LOC"]
+
+
+def test_an_occurrence_starting_inside_a_rejected_one_is_still_found():
+    # "AA" first occurs across "USA" and "AA" (not on a token boundary); the next match starts one character later.
+    result = project_lexical("Flug der USA AA nach Dallas", [("AA", "ORG"), ("Dallas", "LOC")])
+    assert result.tags == ["O", "O", "O", "B-ORG", "O", "B-LOC"]
+    assert [(e.text, e.start, e.end) for e in result.entities] == [("AA", 13, 15), ("Dallas", 21, 27)]
+
+
+def test_punctuation_only_entities_are_empty_even_where_the_target_has_them():
+    result = project_lexical("Er sagte « » und ging .", [("« »", "MISC"), ("«»", "MISC"), (".", "MISC")])
+    assert result.statuses == [EntityStatus("« »", "MISC", "empty"), EntityStatus("«»", "MISC", "empty"),
+                               EntityStatus(".", "MISC", "empty")]
+    assert result.entities == [] and result.tags == ["O"] * 7
+    assert (result.complete, result.kept, result.reason) == (False, False, "entity_not_projected")
 
 
 # -- properties -------------------------------------------------------------------------------------
