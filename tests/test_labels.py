@@ -113,6 +113,14 @@ def test_repair_examples():
         repair_tags(["S-PER"])
 
 
+@pytest.mark.parametrize(("tags", "scheme"), [
+    (["O", "X-PER"], "IOB2"), (["B-"], "IOB2"), (["PER"], "IOB1"), (["S-PER"], "IOB2"), (["E-LOC"], "IOB1"),
+    (["O", "I-PER"], "IOB2"), (["B-PER", "I-PER"], "BIOES"),
+])
+def test_malformed_or_foreign_tags_are_not_valid_and_do_not_raise(tags, scheme):
+    assert is_valid(tags, scheme) is False
+
+
 @given(spans_and_length(), st.sampled_from(["IOB1", "IOB2", "BIOES"]))
 def test_spans_round_trip_through_every_scheme(data, scheme):
     spans, length = data

@@ -71,6 +71,9 @@ def test_bad_spans_are_rejected_with_a_clear_error(spans, message):
 def test_a_source_that_already_contains_markers_is_rejected():
     with pytest.raises(ValueError, match="already contains the marker"):
         mark_tokens(["see", "__SLOT3__", "here"], [(0, 1, "MISC")])
+    # a marker split over tokens, as a tokenizer leaves it, is one too
+    with pytest.raises(ValueError, match="marker '__ SLOT0 __' of the 'crop' style"):
+        mark_tokens(["a", "__", "SLOT0", "__", "b"], [(0, 1, "PER")])
     with pytest.raises(ValueError, match="easyproject"):
         mark_text("a [b] c", [{"start": 0, "end": 1, "label": "PER"}], style="easyproject")
 
