@@ -7,7 +7,9 @@ exercised end to end with tiny models in tests/test_synthesis.py.)
 
 Rules: translation is the identity, except that a sentence containing "broken" loses its last
 marker and one containing "explode" makes the whole call raise ValueError; the tagger labels capitalised words after the first one, LOC if they end in "burg",
-ORG if they end in "AG", PER otherwise.
+ORG if they end in "AG", PER otherwise. The ``Recording*`` variants also keep every call's
+arguments, to check how synthesis calls the models; :class:`ScriptedLanguageFilter` stands in for
+langid.
 
 Run as a script it synthesizes with these fakes (for the SIGKILL and torchrun tests):
 ``python synthesis_fakes.py INPUT_TEMPLATE OUTPUT_DIR [SECONDS_PER_CALL]``.
@@ -81,6 +83,27 @@ class WordByWordTranslator(FakeTranslator):
         return " ".join(table.get(word, word) for word in marked.text.split())
 
 
+class RecordingTranslator(WordByWordTranslator):
+    """A :class:`WordByWordTranslator` that records every call in ``requests`` as ``(inputs, keyword arguments)``.
+
+    Only the keywords the caller passed are recorded: an option left out shows as absent, not as
+    the default it would get. A labeled text containing "forgets" comes back complete but with no
+    entities (an engine that reports success and loses every label).
+    """
+
+    def __init__(self, words: dict[tuple[str, str], dict[str, str]] | None = None) -> None:
+        super().__init__(words or {})
+        self.requests: list[tuple[list, dict]] = []
+
+    def __call__(self, records, **kwargs):
+        self.requests.append((list(records), dict(kwargs)))
+        outputs = super().__call__(records, **kwargs)
+        for record, output in zip(records, outputs, strict=True):
+            if not isinstance(record, str) and "forgets" in record["text"]:
+                output["entities"] = []
+        return outputs
+
+
 class FakeTagger:
     def __call__(self, texts, batch_size=None):
         results = []
@@ -96,11 +119,52 @@ class FakeTagger:
         return results
 
 
+class RecordingTagger(FakeTagger):
+    """A :class:`FakeTagger` that records every call in ``requests`` as ``(texts, keyword arguments)``.
+
+    A batch holding a text that contains "unreadable" is refused with ``ValueError``.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[list[str], dict]] = []
+
+    def __call__(self, texts, **kwargs):
+        self.requests.append((list(texts), dict(kwargs)))
+        if any("unreadable" in text for text in texts):
+            raise ValueError("cannot tag an unreadable text")
+        return super().__call__(texts, **kwargs)
+
+
+class ScriptedLanguageFilter:
+    """Stands in for :class:`~crop_hf.synthesis.LanguageIdFilter`: ``identified`` maps a text to the
+    language it is taken for (any other text is taken for the language expected of it); every
+    ``(text, expected)`` question is recorded in ``asked``."""
+
+    def __init__(self, identified: dict[str, str]) -> None:
+        self.identified = identified
+        self.asked: list[tuple[str, str]] = []
+
+    def accepts(self, text: str, expected: str) -> bool:
+        self.asked.append((text, expected))
+        return self.identified.get(text, expected) == expected
+
+
 class FakeAligner:
     """Links word i to word i: right for the identity translation."""
 
     def align(self, sources, targets):
         return [[(i, i) for i in range(min(len(s), len(t)))] for s, t in zip(sources, targets, strict=True)]
+
+
+class RecordingAligner(FakeAligner):
+    """A :class:`FakeAligner` that records the ``(source words, target words)`` of every call in ``requests``."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[list[list[str]], list[list[str]]]] = []
+
+    def align(self, sources, targets):
+        self.requests.append(([list(s) for s in sources], [list(t) for t in targets]))
+        return super().align(sources, targets)
 
 
 def fake_models(delay: float = 0.0) -> SynthesisModels:

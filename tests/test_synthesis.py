@@ -7,18 +7,30 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import datasets
 import pytest
 from huggingface_hub import DatasetCard
-from synthesis_fakes import FakeAligner, FakeTagger, WordByWordTranslator, fake_config, fake_models
+from synthesis_fakes import (
+    FakeAligner,
+    FakeTagger,
+    RecordingAligner,
+    RecordingTagger,
+    RecordingTranslator,
+    ScriptedLanguageFilter,
+    WordByWordTranslator,
+    fake_config,
+    fake_models,
+)
 
 from crop_hf.cli import main
 from crop_hf.commands.self_train import RULE_MEANINGS
 from crop_hf.synthesis import REASONS, LanguageIdFilter, SynthesisConfig, SynthesisRunner, synthesize
-from crop_hf.synthesis.inputs import iter_raw_sentences, shards_of
+from crop_hf.synthesis.inputs import UndecodableLine, iter_raw_sentences, shards_of
 from crop_hf.synthesis.shards import ShardStore
+from crop_hf.synthesis.stages import process_shard
 
 FAKES = Path(__file__).with_name("synthesis_fakes.py")
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -492,3 +504,236 @@ def test_a_refused_batch_is_retried_record_by_record_and_other_errors_propagate(
 
     with pytest.raises(RuntimeError, match="out of memory"):
         _each_or_none(out_of_memory, ["a"])
+
+
+def shard_settings(**overrides) -> SynthesisConfig:
+    """A German shard's settings, each generation option a different number so that none can stand in for another."""
+    return fake_config("unused", "unused", **{"target_langs": ["de"], "num_beams": 4, "num_return_sequences": 3,
+                                              "max_new_tokens": 17, "batch_size": 5, "max_words": 6, **overrides})
+
+
+def test_process_shard_names_each_stage_and_calls_the_models_with_the_configured_options():
+    translator = RecordingTranslator({("de", "en"): {"wohnt": "lives"}, ("en", "de"): {"lives": "wohnt"}})
+    tagger = RecordingTagger()
+    language_filter = ScriptedLanguageFilter({"Peter ist in Bremen": "de", "Maria lebt in Berlin": "en"})
+    models = fake_models()
+    models.translator, models.tagger = translator, tagger
+    stages = []
+    sentences = [
+        "Anna wohnt in Hamburg .",  # kept
+        "eins zwei drei vier fünf sechs sieben",  # too_long: reaches no model
+        "Peter ist in Bremen",  # its translation is still German: wrong_language_source, never tagged
+        "das ist klein .",  # no entity: all_o, never translated back
+        "Maria lebt in Berlin",  # its back-translation is taken for English: wrong_language_target
+    ]
+    kept, discarded, reasons = process_shard(sentences, "de", shard_settings(), models, language_filter,
+                                             on_stage=stages.append)
+
+    assert stages == ["translate", "tag", "back-translate", "project"]
+    generation = {"num_beams": 4, "max_new_tokens": 17}
+    assert translator.requests == [
+        (["Anna wohnt in Hamburg .", "Peter ist in Bremen", "das ist klein .", "Maria lebt in Berlin"],
+         {"src_lang": "de", "tgt_lang": "en", "num_return_sequences": 1, **generation}),
+        ([{"text": "Anna lives in Hamburg .", "entities": [{"start": 14, "end": 21, "label": "LOC"}]},
+          {"text": "Maria lebt in Berlin", "entities": [{"start": 14, "end": 20, "label": "PER"}]}],
+         {"src_lang": "en", "tgt_lang": "de", "num_return_sequences": 3, **generation}),
+    ]
+    assert tagger.requests == [(["Anna lives in Hamburg .", "das ist klein .", "Maria lebt in Berlin"],
+                                {"batch_size": 5})]
+    assert language_filter.asked == [
+        ("Anna lives in Hamburg .", "en"), ("Peter ist in Bremen", "en"), ("das ist klein .", "en"),
+        ("Maria lebt in Berlin", "en"), ("Anna wohnt in Hamburg .", "de"), ("Maria lebt in Berlin", "de"),
+    ]
+    assert kept == [{
+        "tokens": ["Anna", "wohnt", "in", "Hamburg", "."], "ner_tags": [0, 0, 0, 5, 0], "lang": "de",
+        "source_translation": "Anna lives in Hamburg .",
+        "labeled_translation": "Anna wohnt in __SLOT0__ Hamburg __SLOT0__ .",
+        "back_translation": "Anna wohnt in Hamburg .", "source_labels": ["LOC"], "projection_status": ["found"],
+        "tokenization": "words",
+    }]
+    assert [row["text"] for row in discarded] == sentences[1:]
+    assert reasons == Counter(too_long=1, wrong_language_source=1, all_o=1, wrong_language_target=1)
+
+
+def dropped(text: str, reason: str, **produced) -> dict:
+    """A German discarded row as process_shard writes it; what no stage produced is empty."""
+    return {"text": text, "tokens": text.split(), "projected_tags": None, "lang": "de", "reason": reason,
+            "source_translation": "", "labeled_translation": "", "back_translation": "", "source_labels": [],
+            "projection_status": [], **produced}
+
+
+def test_process_shard_drops_each_sentence_with_its_first_reason_and_keeps_what_the_stages_produced(caplog):
+    words = {("de", "en"): {"wohnt": "lives", "nichts": "", "unlesbar": "unreadable", "sprengt": "explode",
+                            "Köln": "Cologne", "vergisst": "forgets"},
+             ("en", "de"): {"lives": "wohnt", "Bonn": "", "Cologne": "Koeln"}}
+    models = fake_models()
+    models.translator, models.tagger = RecordingTranslator(words), RecordingTagger()
+    language_filter = ScriptedLanguageFilter({"Peter ist in Bremen": "de", "Maria lebt in Berlin": "en"})
+    sentences = [
+        "Anna wohnt in Hamburg .",
+        UndecodableLine("de.txt:2"),
+        "eins zwei drei vier fünf sechs sieben",
+        "Siehe __SLOT2__ Fußnote .",
+        "Anna explode Berlin",  # the translator refuses it
+        "nichts",  # translates to nothing
+        "Peter ist in Bremen",  # the translation is taken for German
+        "das ist klein .",  # the tagger finds nothing
+        "Anna ist unlesbar mit Peter",  # the tagger refuses "unreadable"
+        "Anna sprengt Peter",  # the translator refuses to translate "explode" back
+        "Anna fährt nach Bonn",  # Bonn translates back to nothing: its markers enclose no entity
+        "Maria lebt in Berlin",  # the back-translation is taken for English
+        "Peter wohnt in Köln",  # translated back as "Koeln", which the raw sentence does not contain
+        "Anna vergisst Peter",  # translated back complete but with no entity left
+        "Siemens AG sitzt in Hamburg",
+    ]
+    with caplog.at_level(logging.WARNING, logger="crop_hf.synthesis.stages"):
+        kept, discarded, reasons = process_shard(sentences, "de", shard_settings(), models, language_filter)
+
+    assert kept == [
+        {"tokens": ["Anna", "wohnt", "in", "Hamburg", "."], "ner_tags": [0, 0, 0, 5, 0], "lang": "de",
+         "source_translation": "Anna lives in Hamburg .",
+         "labeled_translation": "Anna wohnt in __SLOT0__ Hamburg __SLOT0__ .",
+         "back_translation": "Anna wohnt in Hamburg .", "source_labels": ["LOC"], "projection_status": ["found"],
+         "tokenization": "words"},
+        {"tokens": ["Siemens", "AG", "sitzt", "in", "Hamburg"], "ner_tags": [0, 3, 0, 0, 5], "lang": "de",
+         "source_translation": "Siemens AG sitzt in Hamburg",
+         "labeled_translation": "Siemens __SLOT0__ AG __SLOT0__ sitzt in __SLOT1__ Hamburg __SLOT1__",
+         "back_translation": "Siemens AG sitzt in Hamburg", "source_labels": ["ORG", "LOC"],
+         "projection_status": ["found", "found"], "tokenization": "words"},
+    ]
+    assert discarded == [
+        dropped("", "undecodable"),
+        dropped("eins zwei drei vier fünf sechs sieben", "too_long"),
+        dropped("Siehe __SLOT2__ Fußnote .", "contains_marker",
+                tokens=["Siehe", "_", "_", "SLOT2", "_", "_", "Fußnote", "."]),
+        dropped("Anna explode Berlin", "pipeline_error"),
+        dropped("nichts", "wrong_language_source"),
+        dropped("Peter ist in Bremen", "wrong_language_source", source_translation="Peter ist in Bremen"),
+        dropped("das ist klein .", "all_o", source_translation="das ist klein ."),
+        dropped("Anna ist unlesbar mit Peter", "pipeline_error", source_translation="Anna ist unreadable mit Peter"),
+        dropped("Anna sprengt Peter", "pipeline_error", source_translation="Anna explode Peter",
+                source_labels=["PER"]),
+        dropped("Anna fährt nach Bonn", "markers_incomplete", source_translation="Anna fährt nach Bonn",
+                labeled_translation="Anna fährt nach __SLOT0__  __SLOT0__", back_translation="Anna fährt nach",
+                source_labels=["PER"]),
+        dropped("Maria lebt in Berlin", "wrong_language_target", source_translation="Maria lebt in Berlin",
+                labeled_translation="Maria lebt in __SLOT0__ Berlin __SLOT0__",
+                back_translation="Maria lebt in Berlin", source_labels=["PER"]),
+        # Projection ran on these two: their rows carry its partial labels and statuses.
+        dropped("Peter wohnt in Köln", "projection_incomplete", source_translation="Peter lives in Cologne",
+                labeled_translation="Peter wohnt in __SLOT0__ Koeln __SLOT0__", back_translation="Peter wohnt in Koeln",
+                source_labels=["PER"], projected_tags=["O", "O", "O", "O"], projection_status=["missing"]),
+        dropped("Anna vergisst Peter", "all_o", source_translation="Anna forgets Peter",
+                labeled_translation="Anna forgets __SLOT0__ Peter __SLOT0__", back_translation="Anna forgets Peter",
+                source_labels=["PER"], projected_tags=["O", "O", "O"]),
+    ]
+    assert reasons == Counter(pipeline_error=3, wrong_language_source=2, all_o=2, undecodable=1, too_long=1,
+                              contains_marker=1, markers_incomplete=1, wrong_language_target=1,
+                              projection_incomplete=1)
+    # Each refusal is logged with the pipeline's own words: once for the batch, once for the record.
+    assert [record.getMessage() for record in caplog.records] == [
+        "a batch of 12 failed (sentence 1: cannot translate 'Anna explode Berlin'); retrying its records one by one",
+        "dropping a record the pipeline refused: sentence 0: cannot translate 'Anna explode Berlin'",
+        "a batch of 9 failed (cannot tag an unreadable text); retrying its records one by one",
+        "dropping a record the pipeline refused: cannot tag an unreadable text",
+        "a batch of 7 failed (sentence 1: cannot translate 'Anna explode Peter'); retrying its records one by one",
+        "dropping a record the pipeline refused: sentence 0: cannot translate 'Anna explode Peter'",
+    ]
+
+
+def test_alignment_synthesis_projects_source_spans_through_word_links_and_never_translates_back():
+    translator = RecordingTranslator({("de", "en"): {"wohnt": "lives", "arbeitet": "is working"}})
+    aligner = RecordingAligner()
+    models = fake_models()
+    models.translator, models.aligner = translator, aligner
+    config = shard_settings(method="alignment", alignment_model="fake-encoder")
+    stages = []
+    sentences = ["Anna wohnt in Hamburg .",
+                 "Peter arbeitet in Bremen",  # "is working": Bremen is source word 4, and word i links to word i
+                 "eins zwei drei vier fünf sechs sieben"]
+    kept, discarded, reasons = process_shard(sentences, "de", config, models, None, on_stage=stages.append)
+
+    assert stages == ["translate", "tag", "align", "project"]
+    assert translator.requests == [(sentences[:2], {"src_lang": "de", "tgt_lang": "en", "num_return_sequences": 1,
+                                                    "num_beams": 4, "max_new_tokens": 17})]
+    assert aligner.requests == [([["Anna", "lives", "in", "Hamburg", "."], ["Peter", "is", "working", "in", "Bremen"]],
+                                 [["Anna", "wohnt", "in", "Hamburg", "."], ["Peter", "arbeitet", "in", "Bremen"]])]
+    assert kept == [{
+        "tokens": ["Anna", "wohnt", "in", "Hamburg", "."], "ner_tags": [0, 0, 0, 5, 0], "lang": "de",
+        "source_translation": "Anna lives in Hamburg .", "labeled_translation": "", "back_translation": "",
+        "source_labels": ["LOC"], "projection_status": ["projected"], "tokenization": "words",
+    }]
+    assert discarded == [
+        dropped("Peter arbeitet in Bremen", "projection_incomplete", source_translation="Peter is working in Bremen",
+                source_labels=["PER"], projected_tags=["O", "O", "O", "O"], projection_status=["unaligned"]),
+        dropped("eins zwei drei vier fünf sechs sieben", "too_long"),
+    ]
+    assert reasons == Counter(projection_incomplete=1, too_long=1)
+
+
+def test_each_side_is_tokenized_as_its_language_says_not_as_its_script_suggests():
+    """Chinese is split into characters even where Latin letters dominate; English into words even where
+    Chinese characters do (the untranslated source translations below)."""
+    mostly_chinese, mostly_latin = "安娜住在汉堡市 Hamburg", "安娜 lives in Hamburg"
+    marked = "安娜 __SLOT2__ Hamburg"  # dropped before any model: its row is tokenized all the same
+    config = fake_config("unused", "unused", target_langs=["zh"])
+    kept, discarded, _ = process_shard([mostly_chinese, mostly_latin, marked], "zh", config, fake_models(), None)
+    assert [(row["tokens"], row["tokenization"]) for row in kept] == [
+        (list("安娜住在汉堡市Hamburg"), "characters"), (list("安娜livesinHamburg"), "characters")]
+    assert [row["tokens"] for row in discarded] == [list("安娜__SLOT2__Hamburg")]
+
+    models = fake_models()
+    models.aligner = RecordingAligner()
+    config = fake_config("unused", "unused", target_langs=["zh"], method="alignment", alignment_model="fake-encoder")
+    process_shard([mostly_chinese, mostly_latin], "zh", config, models, None)
+    assert models.aligner.requests == [([["安娜住在汉堡市", "Hamburg"], ["安娜", "lives", "in", "Hamburg"]],
+                                        [list("安娜住在汉堡市Hamburg"), list("安娜livesinHamburg")])]
+
+
+def test_a_translator_without_a_marker_style_is_given_every_sentence_and_may_refuse_marked_ones():
+    recorder = RecordingTranslator()
+
+    def translate(records, **kwargs):  # a bare callable: no marker_style attribute to check sentences with
+        return recorder(records, **kwargs)
+
+    models = fake_models()
+    models.translator = translate
+    sentences = ["Anna wohnt in Hamburg .", "Siehe __SLOT2__ Fußnote ."]
+    kept, _, reasons = process_shard(sentences, "de", shard_settings(), models, None)
+    assert recorder.requests[0][0] == sentences  # not dropped as contains_marker beforehand
+    assert [row["tokens"] for row in kept] == [["Anna", "wohnt", "in", "Hamburg", "."]]
+    assert reasons == Counter(pipeline_error=1)  # the translator refused it itself
+
+
+def test_a_pipeline_returning_fewer_outputs_than_inputs_stops_the_shard_instead_of_losing_sentences():
+    models = fake_models()
+    models.translator = lambda records, **kwargs: []
+    with pytest.raises(ValueError, match=r"zip\(\) argument 2 is shorter than argument 1"):
+        process_shard(["Anna wohnt in Hamburg .", "Peter wohnt in Bremen ."], "de", shard_settings(), models, None)
+
+
+def test_entity_spans_trim_exactly_the_spaces_and_compare_with_the_last_span_kept():
+    from crop_hf.synthesis.stages import _entity_spans
+
+    def entity(start, end, label="PER"):
+        return {"start": start, "end": end, "entity_group": label}
+
+    text = "Anna und Ben und Cem"
+    # One space on either side is trimmed, and only that one.
+    assert _entity_spans(text, [entity(4, 8), entity(8, 13, "LOC")]) == [
+        {"start": 5, "end": 8, "label": "PER"}, {"start": 9, "end": 12, "label": "LOC"}]
+    # With three spans kept, a fourth overlapping only the last one is dropped.
+    assert _entity_spans(text, [entity(0, 4), entity(9, 12), entity(17, 20), entity(18, 20, "LOC")]) == [
+        {"start": 0, "end": 4, "label": "PER"}, {"start": 9, "end": 12, "label": "PER"},
+        {"start": 17, "end": 20, "label": "PER"}]
+    # Nothing but spaces at the very end of the text, or nothing at all: no span, and no error.
+    assert _entity_spans("Anna ", [entity(4, 5)]) == []
+    assert _entity_spans("", [entity(0, 0)]) == []
+
+
+def test_language_filter_names_every_language_it_cannot_check_in_one_warning(caplog):
+    with caplog.at_level(logging.WARNING, logger="crop_hf.synthesis.filters"):
+        language_filter = LanguageIdFilter(["en", "yo", "de", "my"])
+    assert [record.getMessage() for record in caplog.records] == [
+        "langid does not know my, yo: translations into them are not language-checked"]
+    assert language_filter.unsupported == ["my", "yo"] and language_filter.languages == ["de", "en"]
