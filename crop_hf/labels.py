@@ -199,9 +199,8 @@ def tags_to_spans(tags: Sequence[str], scheme: TagScheme = "IOB2") -> list[Span]
         prefix, entity_type = split_tag(tag)
         if scheme != "BIOES" and prefix in {"E", "S"}:
             raise ValueError(f"tag {tag!r} at position {i} is not valid in scheme {scheme}")
+        # In IOB1 too, B-X never continues: it is how IOB1 starts an X right after another X.
         continues = current is not None and entity_type == current and prefix in {"I", "E"}
-        if scheme == "IOB1" and prefix == "B" and entity_type == current:
-            continues = False
         if current is not None and not continues:
             spans.append(Span(start, i, current))
             current = None

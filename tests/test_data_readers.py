@@ -282,7 +282,8 @@ def test_a_line_that_is_not_utf8_names_file_and_line_or_is_skipped(tmp_path, rea
 
     bad = "Caf\xe9".encode("latin-1")
     if reader == "panx":
-        content = b"de:Hallo\tO\n\nde:" + bad + b"\tB-LOC\n\nde:Berlin\tB-LOC\n"
+        # The broken sentence goes on after its bad line: the rest of it is skipped, not what follows.
+        content = b"de:Hallo\tO\n\nde:" + bad + b"\tB-LOC\nde:x\tO\n\nde:Berlin\tB-LOC\n"
         read = read_panx
     elif reader == "conllu":
         good = "1\tOslo\tOslo\tPROPN\t_\t_\t0\troot\t_\tname=B-GPE_LOC\n"
@@ -300,6 +301,30 @@ def test_a_line_that_is_not_utf8_names_file_and_line_or_is_skipped(tmp_path, rea
     skipped = SkippedRecords()
     assert len(list(read(path, errors="skip", skipped=skipped))) == 2
     assert dict(skipped.counts) == {"encoding": 1}
+
+
+@pytest.mark.parametrize("reader", [read_conll, read_panx])
+def test_an_undecodable_line_fails_its_sentence_with_line_and_encoding(caplog, reader):
+    bad = "Caf\xe9".encode("latin-1")
+    prefix, tab, options = (b"de:", b"\t", {}) if reader is read_panx else (b"", b" ", {"encoding": "utf-8"})
+    content = b"\n\n".join(prefix + b"Hallo" + tab + b"O" + b"\n" + prefix + w + tab + b"O" for w in (b"Oslo", bad))
+    content += b"\n" + prefix + b"mehr" + tab + b"O\n\n" + prefix + b"Berlin" + tab + b"B-LOC\n"
+    with pytest.raises(FormatError) as info:
+        list(reader(("a.txt", io.BytesIO(content)), **options))
+    expected = "text in UTF-8" if reader is read_panx else "text in utf-8"
+    assert (info.value.path, info.value.line, info.value.expected, info.value.reason) == ("a.txt", 5, expected, "encoding")
+    skipped = SkippedRecords()
+    with caplog.at_level(logging.WARNING, logger="crop_hf.data.readers"):
+        sentences = list(reader(("a.txt", io.BytesIO(content)), errors="skip", skipped=skipped, **options))
+    assert [s.tokens for s in sentences] == [["Hallo", "Oslo"], ["Berlin"]]
+    assert dict(skipped.counts) == {"encoding": 1}
+    assert "a.txt: skipped 1 malformed records" in caplog.text
+
+
+def test_panx_tag_follows_the_last_tab_and_bioes_takes_a_label_set():
+    assert list(read_panx(_source("panx.tsv", "de:New\tYork\tB-LOC\n"))) == [(["New\tYork"], ["B-LOC"], 1, "de")]
+    text = "1\tKari\tkari\tPROPN\tS-PRS\n"
+    assert next(read_bioes(_source("a.bioes", text), label_map={"PRS": "FOO"}, label_set=None)).tags == ["B-FOO"]
 
 
 # --------------------------------------------------------------------------- exact behaviour on small inputs

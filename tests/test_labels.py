@@ -94,6 +94,20 @@ def test_unknown_scheme_is_named():
         convert_tags(["O"], "IOB2", "BILOU")
 
 
+def test_bioes_ends_close_their_entity_and_other_schemes_refuse_them():
+    # What follows an E- or S- tag starts a new entity, even of the same type.
+    assert tags_to_spans(["S-PER", "I-PER"], "BIOES") == [(0, 1, "PER"), (1, 2, "PER")]
+    assert tags_to_spans(["B-PER", "E-PER", "E-PER"], "BIOES") == [(0, 2, "PER"), (2, 3, "PER")]
+    assert tags_to_spans(["I-PER", "B-PER", "I-PER"], "IOB1") == [(0, 1, "PER"), (1, 3, "PER")]
+    for scheme in ("IOB1", "IOB2"):
+        for tags, position in ((["B-PER", "E-PER"], 1), (["S-PER"], 0)):
+            message = f"tag '{tags[position]}' at position {position} is not valid in scheme {scheme}"
+            with pytest.raises(ValueError, match=f"^{message}$"):
+                tags_to_spans(tags, scheme)
+    with pytest.raises(ValueError, match=r"^unknown tag scheme 'IOB3'; expected one of IOB1, IOB2, BIOES$"):
+        tags_to_spans(["O"], "IOB3")
+
+
 def test_spans_to_tags_rejects_overlaps_and_out_of_range():
     with pytest.raises(ValueError, match="overlap"):
         spans_to_tags([(0, 2, "PER"), (1, 3, "LOC")], 3)
@@ -101,6 +115,9 @@ def test_spans_to_tags_rejects_overlaps_and_out_of_range():
         spans_to_tags([(2, 4, "PER")], 3)
     with pytest.raises(ValueError, match="does not fit"):
         spans_to_tags([(1, 1, "PER")], 3)
+    # Spans are taken by start, in the order given: the message names them as the caller wrote them.
+    with pytest.raises(ValueError, match=r"^spans \(1, 3, 'B'\) and \(1, 2, 'A'\) overlap$"):
+        spans_to_tags([(1, 3, "B"), (1, 2, "A")], 3)
 
 
 def test_repair_examples():

@@ -68,8 +68,21 @@ def test_bad_spans_are_rejected_with_a_clear_error(spans, message):
         mark_tokens(TOKENS, spans)
 
 
+def test_bad_character_spans_are_rejected_with_the_whole_message():
+    text = "Angela Merkel visited Paris"
+    marked = mark_text(text, [{"start": 22, "end": 27, "label": "LOC"}, {"start": 0, "end": 13, "label": "PER"}])
+    assert [(e.slot, e.label, e.text) for e in marked.entities] == [(0, "PER", "Angela Merkel"), (1, "LOC", "Paris")]
+    cases = [((0, 13), (7, 20), "entity (7, 20, 'LOC') is empty, outside the text (27 characters) or overlaps the "
+                                 "previous entity"),  # a real text, but it overlaps
+             ((0, 6), (22, 40), "entity (22, 40, 'LOC') is empty"), ((0, 6), (6, 7), "entity (6, 7, 'LOC') is empty")]
+    for (a, b), (c, d), message in cases:
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+            mark_text(text, [{"start": a, "end": b, "label": "PER"}, {"start": c, "end": d, "label": "LOC"}])
+
+
 def test_a_source_that_already_contains_markers_is_rejected():
-    with pytest.raises(ValueError, match="already contains the marker"):
+    with pytest.raises(ValueError, match=r"^the source already contains the marker '__SLOT3__' of the 'crop' style; "
+                       r"remove it or choose another marker style$"):
         mark_tokens(["see", "__SLOT3__", "here"], [(0, 1, "MISC")])
     # a marker split over tokens, as a tokenizer leaves it, is one too
     with pytest.raises(ValueError, match="marker '__ SLOT0 __' of the 'crop' style"):

@@ -153,3 +153,22 @@ def test_bio_constraints_matrix_on_two_types():
     assert follows == everything_but_i | {("B-A", "I-A"), ("I-A", "I-A"), ("B-B", "I-B"), ("I-B", "I-B"),
                                           ("B-A-X", "I-A-X"), ("I-A-X", "I-A-X")}
     assert is_valid_bio(["B-A-X", "I-A-X"]) and not is_valid_bio(["B-A", "I-A-X"])
+
+
+def test_constraints_leave_allowed_scores_as_they_are_and_push_forbidden_ones_down():
+    crf = _crf(constrained=True)
+    allowed_start, allowed = bio_constraints(LABELS)
+    transitions, start, end = crf._scores(True)
+    expected = crf.transitions + torch.where(torch.tensor(allowed), 0.0, FORBIDDEN)
+    assert torch.equal(transitions, expected) and torch.equal(end, crf.end_transitions)
+    assert torch.equal(start, crf.start_transitions + torch.where(torch.tensor(allowed_start), 0.0, FORBIDDEN))
+    assert torch.equal(transitions[0], crf.transitions[0].detach() + torch.tensor([0.0, 0.0, FORBIDDEN, 0.0, FORBIDDEN]))
+    assert crf._scores(False) == (crf.transitions, crf.start_transitions, crf.end_transitions)
+
+
+def test_constraint_masks_are_made_on_the_parameters_device():
+    # The meta device stands in for a GPU: a mask built on the CPU cannot be added to its parameters.
+    crf = _crf(constrained=True).to("meta")
+    transitions, start, end = crf._scores(True)
+    assert transitions.device.type == start.device.type == end.device.type == "meta"
+    assert transitions.shape == (len(LABELS), len(LABELS)) and start.shape == (len(LABELS),)

@@ -102,3 +102,11 @@ def test_repeats_of_exact_matches_follow_the_fuzzy_pass_and_the_normalizer_is_us
     folded = project_fuzzy("Ich wohne in HAMBURG", [("Hamburg", "LOC")], normalizer=Normalizer(ignore_case=True))
     assert folded.statuses[0].status == "found"
     assert project_fuzzy("Ich wohne in HAMBURG", [("Hamburg", "LOC")]).statuses[0].status == "fuzzy"
+
+
+def test_the_language_code_decides_the_tokenization():
+    # Mostly Latin letters: without a language code the sentence is read as words, with lang="zh"
+    # as characters (a Chinese sentence quoting a German name).
+    target, entities = "住在Gotenburg", [("Gotemburg", "LOC")]
+    assert project_fuzzy(target, entities).tags == ["B-LOC"]
+    assert project_fuzzy(target, entities, lang="zh").tags == ["O", "O", "B-LOC"] + ["I-LOC"] * 8

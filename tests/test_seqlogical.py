@@ -56,22 +56,23 @@ def test_intent_without_slots_and_adjacent_slots():
 @pytest.mark.parametrize(
     ("text", "message", "position"),
     [
-        ("[IN:GET_WEATHER clima [SL:DATE_TIME hoy ]", "never closed", 0),
-        ("[IN:GET_WEATHER clima ] ]", "closes nothing", 24),
-        ("[GET_WEATHER clima ]", "must start with 'IN:' or 'SL:'", 0),
-        ("[IN: clima ]", "has no name", 0),
-        ("[ clima ]", "empty label", 0),
-        ("[SL:DATE_TIME hoy ]", "directly inside an intent", 0),
-        ("[IN:A [IN:B x ] ]", "only be the root or inside a slot", 6),
-        ("[IN:A [SL:B [SL:C x ] ] ]", "directly inside an intent", 12),
-        ("hola [IN:A x ]", "outside the root", 0),
-        ("[IN:A x ] [IN:B y ]", "second root", 10),
-        ("", "no '\\[IN:' node", 0),
+        ("[IN:GET_WEATHER clima [SL:DATE_TIME hoy ]", "'[IN:GET_WEATHER' is never closed", 0),
+        ("[IN:GET_WEATHER clima ] ]", "']' closes nothing", 24),
+        ("[GET_WEATHER clima ]", "label 'GET_WEATHER' must start with 'IN:' or 'SL:'", 0),
+        ("[IN: clima ]", "label 'IN:' has no name", 0),
+        ("[ clima ]", "empty label after '['", 0),
+        ("[SL:DATE_TIME hoy ]", "slot 'SL:DATE_TIME' must be directly inside an intent", 0),
+        ("[IN:A [IN:B x ] ]", "intent 'IN:B' may only be the root or inside a slot", 6),
+        ("[IN:A [SL:B [SL:C x ] ] ]", "slot 'SL:C' must be directly inside an intent", 12),
+        ("hola [IN:A x ]", "word 'hola' outside the root node", 0),
+        ("[IN:A x ] [IN:B y ]", "a second root node; a parse has exactly one", 10),
+        ("", "no '[IN:' node found", 0),
     ],
 )
 def test_invalid_parses_raise_with_position(text, message, position):
-    with pytest.raises(ParseError, match=message) as info:
+    with pytest.raises(ParseError) as info:
         parse(text)
+    assert str(info.value).startswith(f"{message} at character {position}:\n")
     assert isinstance(info.value, ValueError)
     assert info.value.position == position
     assert "^" in str(info.value)  # the caret under the offending character
@@ -125,7 +126,7 @@ def test_flat_round_trip_through_text(data):
 
 
 def test_parse_error_shows_thirty_characters_around_the_fault_with_a_caret():
-    text = "[IN:A " + "x " * 30 + "] ]"
+    text = "[IN:A " + "x " * 60 + "] ]"  # text on both sides of the excerpt
     error = ParseError("unbalanced", text, 64)
     assert (error.text, error.position) == (text, 64)
     assert str(error) == f"unbalanced at character 64:\n  {text[34:94]}\n  {' ' * 30}^"

@@ -98,7 +98,9 @@ def test_state_machine_rules_on_hand_written_hypotheses(tiny_m2m100):
 
 def test_typed_constraint_needs_single_token_markers(tiny_bart):
     tokenizer = AutoTokenizer.from_pretrained(tiny_bart)
-    with pytest.raises(ValueError, match="single tokens"):
+    with pytest.raises(ValueError, match=r"slot\(s\) \[0\] of the 'crop' style are not single tokens of this "
+                       r"tokenizer; add them \(crop_hf\.translation\.training\.add_marker_tokens\) or decode "
+                       r"without constrain_markers$"):
         MarkerConstraintProcessor(MarkerVocabulary(tokenizer, "crop"), [[0]], tokenizer.eos_token_id)
 
 

@@ -101,7 +101,7 @@ def project_hybrid(
     missing = [k for k, value in enumerate(status) if value is None]
     if missing:
         aligned = project_alignment(source_tokens, [spans[k] for k in missing], sentence, alignment,
-                                    fill_gaps=fill_gaps, pieces=pieces, drop_incomplete=False,
+                                    fill_gaps=fill_gaps, pieces=pieces,
                                     reserved=[j for j, taken in enumerate(claimed) if taken])
         for position, k in enumerate(missing):
             status[k] = aligned.statuses[position].status

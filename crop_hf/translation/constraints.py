@@ -69,12 +69,8 @@ class MarkerVocabulary:
                 for marker in found:
                     if text[cursor : marker.start].strip():
                         events.append(("text",))
-                    if marker.kind == "garbled":
-                        events.append(("garbled",))
-                    elif marker.kind == "paired":
-                        events.append(("slot", marker.slot))
-                    else:
-                        events.append((marker.kind,))
+                    # a paired marker is its slot; any other kind (garbled, open, close) is just that
+                    events.append(("slot", marker.slot) if marker.kind == "paired" else (marker.kind,))
                     cursor = marker.end
                 if text[cursor:].strip():
                     events.append(("text",))

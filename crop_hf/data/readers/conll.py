@@ -300,7 +300,8 @@ def read_panx(
 ) -> Iterator[TaggedSentence]:
     """Read PAN-X / WikiANN as XTREME ships it: ``lang:token<TAB>TAG``, blank lines between sentences.
 
-    Only the first colon separates the language, so ``de:3:57,22`` is the token ``3:57,22``.
+    Only the first colon separates the language, so ``de:3:57,22`` is the token ``3:57,22``, and
+    only the last tab the tag, so a token may hold a tab.
     """
     name = source_name(source)
     skipper = _Skipper(name, errors, skipped)
