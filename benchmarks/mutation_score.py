@@ -6,6 +6,7 @@ Run from the repository root::
     python benchmarks/mutation_score.py markers seqlogical # only these modules
     python benchmarks/mutation_score.py --report           # print the last run's scores, run nothing
     python benchmarks/mutation_score.py --retest           # after adding tests: rerun the last survivors
+    python benchmarks/mutation_score.py --resume           # an interrupted run: only mutants without a verdict
 
 It drives mutmut 3 (configured in ``setup.cfg``'s ``[mutmut]`` section): mutmut copies the package to
 ``mutants/``, runs the selected test files once to learn which tests call which function, then forks
@@ -14,13 +15,14 @@ function (stopping at the first failure). A library was preferred over a home-ma
 mutmut's per-function test mapping is exactly the "run only the tests that cover it" this needs, and
 forking after loading torch and the tests once is what makes ~3,000 mutants fit in half an hour.
 
-Run time: mutmut first runs the selected test files once (a few minutes), then ~4,150 mutants. On 2
-cores shared with other jobs, 41 minutes covered 2,660 of them (every module but the lexical
-projection, synthesis filters and stages, and part of markers, labels and symmetrization); the
-synthesis stages' mutants are the slowest (their tests run whole synthesis runs). On 2 cores, run the
-whole scope in two sittings (mutmut keeps finished verdicts in ``mutants/``: a second run continues
-where the first stopped) or name modules. ``--retest`` after adding tests reruns only the survivors
-(minutes).
+Run time: mutmut first runs the selected test files once (about 1.5 minutes), then ~4,150 mutants.
+The whole scope took 51 minutes on an idle 2-core AMD EPYC (2026-12-02, 3,070 s inside mutmut); the
+markers' and tag schemes' mutants are the slowest per mutant (their functions are reached by the
+pipeline and synthesis tests, so a survivor runs all of those). Under mutmut the tiny models of the
+test fixtures are built once by the unmutated stats run and reused by every mutant's process
+(``tests/tiny_models.session_model``) instead of once per mutant. Naming modules runs their
+mutants again from scratch; ``--resume`` after an interruption runs only the mutants that have no
+verdict yet, and ``--retest`` after adding tests reruns only the survivors (minutes).
 
 ``MODULES`` below is the scope: each core module and the functions of it that are mutated (the
 rest of a file, e.g. model loading or training loops, is wiring other tests check end to end).
@@ -198,6 +200,17 @@ def forget_survivors(modules: dict[str, Module]) -> list[str]:
     return names
 
 
+def unchecked_mutants(modules: dict[str, Module]) -> list[str]:
+    """Mutants of ``modules`` that the last run did not reach (no verdict in mutmut's result files)."""
+    names = []
+    for module in modules.values():
+        meta = ROOT / "mutants" / (module.path + ".meta")
+        if meta.exists():
+            codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
+            names += [name for name, code in codes.items() if code is None and selected(module, name)]
+    return names
+
+
 def _order(name: str) -> tuple[str, int]:
     head, _, n = name.rpartition("__mutmut_")
     return head, int(n)
@@ -235,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--retest", action="store_true",
                         help="forget the last run's verdicts on survivors and test them again (after new tests)")
+    parser.add_argument("--resume", action="store_true",
+                        help="run only the mutants the last run left without a verdict (after an interruption)")
     parser.add_argument("--quiet", action="store_true", help="scores only, no survivor diffs")
     args = parser.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULES]
@@ -242,10 +257,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown modules {unknown}; choose from {list(MODULES)}")
     modules = {label: MODULES[label] for label in (args.modules or MODULES)}
     os.chdir(ROOT)
-    # --retest runs only the last survivors (mutants a run did not reach stay for a full run).
-    retest = forget_survivors(modules) if args.retest else None
-    if not args.report and retest != []:
-        globs = retest or [g for module in modules.values() for g in mutant_globs(module)]
+    # --retest runs only the last survivors, --resume only the mutants a run did not reach; naming
+    # mutants to mutmut makes it run them even when it holds a verdict, so a plain run starts afresh.
+    if args.retest and args.resume:
+        parser.error("--retest and --resume are alternatives")
+    chosen = forget_survivors(modules) if args.retest else unchecked_mutants(modules) if args.resume else None
+    if not args.report and chosen != []:
+        globs = chosen or [g for module in modules.values() for g in mutant_globs(module)]
         started = time.monotonic()
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # mutmut puts mutants/ first
         subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children), *globs],

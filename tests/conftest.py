@@ -74,30 +74,36 @@ def pytest_collection_modifyitems(config, items) -> None:
 @pytest.fixture(scope="session")
 def tiny_m2m100(tmp_path_factory) -> Path:
     """Folder of a random-weight M2M100 with a trained SentencePiece tokenizer and __SLOT{i}__ tokens."""
+    from tiny_models import session_model
+
     from crop_hf.demo_models import build_tiny_m2m100
 
-    return build_tiny_m2m100(tmp_path_factory.mktemp("tiny-m2m100"))
+    return session_model(tmp_path_factory, "tiny-m2m100", build_tiny_m2m100)
 
 
 @pytest.fixture(scope="session")
 def tiny_xlmr_ner(tmp_path_factory) -> Path:
     """Folder of a random-weight XLM-R token classifier over the CoNLL labels."""
+    from tiny_models import session_model
+
     from crop_hf.demo_models import build_tiny_xlmr_ner
 
-    return build_tiny_xlmr_ner(tmp_path_factory.mktemp("tiny-xlmr-ner"))
+    return session_model(tmp_path_factory, "tiny-xlmr-ner", build_tiny_xlmr_ner)
 
 
 @pytest.fixture(scope="session")
 def tiny_bart(tmp_path_factory) -> Path:
     """Folder of a random-weight BART with a byte-level BPE tokenizer."""
-    from tiny_models import build_tiny_bart
+    from tiny_models import build_tiny_bart, session_model
 
-    return build_tiny_bart(tmp_path_factory.mktemp("tiny-bart"))
+    return session_model(tmp_path_factory, "tiny-bart", build_tiny_bart)
 
 
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory) -> Path:
     """Folder of a random-weight BERT encoder with a small WordPiece vocabulary (words split into subwords)."""
+    from tiny_models import session_model
+
     from crop_hf.demo_models import build_tiny_bert
 
-    return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+    return session_model(tmp_path_factory, "tiny-bert", build_tiny_bert)

@@ -1,5 +1,6 @@
 """The suite's own plumbing: real-data tests that cannot run are counted once in the summary; under
-mutation testing a mutant's tests run fastest first and Hypothesis does not shrink."""
+mutation testing a mutant's tests run fastest first, Hypothesis does not shrink and tiny models are
+built once per run."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+from tiny_models import session_model
 
 TESTS = Path(__file__).parent
 
@@ -71,3 +74,26 @@ def test_no_summary_line_when_the_corpora_are_there(tmp_path):
     run = run_suite(tmp_path, tmp_path / "data")
     assert run.returncode == 0 and "1 passed" in run.stdout
     assert "real-data tests did not run" not in run.stdout
+
+
+def test_under_mutmut_tiny_models_are_built_once_by_an_unmutated_phase(tmp_path, monkeypatch, tmp_path_factory):
+    builds = []
+
+    def build(folder):
+        builds.append(folder)
+        (folder / "weights").write_text(f"build {len(builds)}")
+        return folder
+
+    cache = tmp_path / "fixture-models" / "tiny"
+    monkeypatch.chdir(tmp_path)
+    # A mutant's process before any cache exists builds its own model and keeps none: it may be mutated.
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "crop_hf.markers.x_find__mutmut_1")
+    assert session_model(tmp_path_factory, "tiny", build) == builds[0] and not cache.exists()
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "stats")  # unmutated code: its model is kept
+    assert session_model(tmp_path_factory, "tiny", build) == builds[1]
+    assert (cache / "weights").read_text() == "build 2" and sorted(p.name for p in cache.parent.iterdir()) == ["tiny"]
+    for phase in ("crop_hf.labels.x_split_tag__mutmut_2", ""):
+        monkeypatch.setenv("MUTANT_UNDER_TEST", phase)
+        assert session_model(tmp_path_factory, "tiny", build) == cache and len(builds) == 2
+    monkeypatch.delenv("MUTANT_UNDER_TEST")  # a plain test session builds in its own temporary folder
+    assert session_model(tmp_path_factory, "tiny", build) == builds[2] != cache

@@ -9,6 +9,7 @@ import re
 import pytest
 import torch
 from invented_languages import InventedLanguages
+from tiny_models import session_model
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
 
 import crop_hf  # registers the task
@@ -31,9 +32,12 @@ def translator(tiny_m2m100):
 @pytest.fixture(scope="module")
 def m2m100_without_markers(tmp_path_factory):
     """A tiny M2M100 whose tokenizer, like facebook/m2m100_418M's, has no __SLOT{i}__ tokens."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tiny, "SLOT_TOKENS", ())
-        return tiny.build_tiny_m2m100(tmp_path_factory.mktemp("m2m100-no-markers"))
+    def build(folder):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(tiny, "SLOT_TOKENS", ())
+            return tiny.build_tiny_m2m100(folder)
+
+    return session_model(tmp_path_factory, "m2m100-no-markers", build)
 
 
 def spaced(text):

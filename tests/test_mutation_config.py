@@ -67,3 +67,23 @@ def _functions(source: str) -> set[str]:
             names |= {f"{node.name}.{item.name}" for item in node.body
                       if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)}
     return names
+
+
+def test_resume_picks_unreached_mutants_and_retest_forgets_survivors(script, tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.setattr(script, "ROOT", tmp_path)
+    labels = {"labels": script.MODULES["labels (tag schemes)"]}
+    meta = tmp_path / "mutants" / "crop_hf" / "labels.py.meta"
+    meta.parent.mkdir(parents=True)
+    codes = {"crop_hf.labels.x_split_tag__mutmut_1": 1, "crop_hf.labels.x_split_tag__mutmut_2": 0,
+             "crop_hf.labels.x_split_tag__mutmut_3": None, "crop_hf.labels.x_parse_label_map__mutmut_1": None,
+             "crop_hf.labels.x_is_valid__mutmut_1": 33, "crop_hf.labels.x_is_valid__mutmut_2": -24}
+    meta.write_text(json.dumps({"exit_code_by_key": codes}))
+    # parse_label_map is outside the scored functions: never picked
+    assert script.unchecked_mutants(labels) == ["crop_hf.labels.x_split_tag__mutmut_3"]
+    assert script.forget_survivors(labels) == ["crop_hf.labels.x_split_tag__mutmut_2", "crop_hf.labels.x_is_valid__mutmut_1"]
+    assert sorted(script.unchecked_mutants(labels)) == ["crop_hf.labels.x_is_valid__mutmut_1",
+                                                        "crop_hf.labels.x_split_tag__mutmut_2",
+                                                        "crop_hf.labels.x_split_tag__mutmut_3"]
+    assert script.unchecked_mutants({"markers": script.MODULES["markers"]}) == []  # no result file yet

@@ -8,12 +8,41 @@ trained on a small corpus, random weights, ``save_pretrained``.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
 from crop_hf.demo_models import _corpus, _encoder_decoder_settings
 
-__all__ = ["build_tiny_bart"]
+__all__ = ["build_tiny_bart", "session_model"]
+
+
+def session_model(tmp_path_factory, name: str, build) -> Path:
+    """``build(folder)`` once per test session; under mutmut, once per mutation run.
+
+    mutmut runs each mutant in a new process, so a session fixture would be rebuilt for every
+    mutant whose tests use it (9 s for the M2M100's SentencePiece training). The phases that run
+    unmutated code (``stats``, and ``""``: the clean run) keep the folder in ``fixture-models/``
+    beside ``mutmut-stats.json``; a mutant's process uses it, or builds its own if it is not there,
+    so a mutant never changes the model another mutant's tests see.
+    """
+    mutant = os.environ.get("MUTANT_UNDER_TEST")
+    if mutant is None:
+        return build(tmp_path_factory.mktemp(name))
+    cache = Path.cwd() / "fixture-models" / name
+    if cache.is_dir():
+        return cache
+    built = build(tmp_path_factory.mktemp(name))
+    if mutant in ("stats", ""):
+        partial = cache.with_name(f"{name}.{os.getpid()}.partial")
+        shutil.copytree(built, partial)
+        try:
+            partial.rename(cache)  # atomic: a reader sees no folder or a whole one
+        except OSError:  # another process was first
+            shutil.rmtree(partial)
+    return built
+
 
 def build_tiny_bart(
     save_dir: str | Path,
