@@ -20,7 +20,9 @@ The whole scope took 51 minutes on an idle 2-core AMD EPYC (2026-12-02, 3,070 s 
 markers' and tag schemes' mutants are the slowest per mutant (their functions are reached by the
 pipeline and synthesis tests, so a survivor runs all of those). Under mutmut the tiny models of the
 test fixtures are built once by the unmutated stats run and reused by every mutant's process
-(``tests/tiny_models.session_model``) instead of once per mutant. Naming modules runs their
+(``tests/tiny_models.session_model``) instead of once per mutant, and the documented equivalent
+mutants are not run (each would run every test that reaches its function, and survive;
+``--run-equivalents`` runs them). Naming modules runs their
 mutants again from scratch; ``--resume`` after an interruption runs only the mutants that have no
 verdict yet, and ``--retest`` after adding tests reruns only the survivors (minutes).
 
@@ -103,20 +105,6 @@ def selected(module: Module, mutant: str) -> bool:
     return dotted == module.dotted and any(fnmatch.fnmatchcase(function, p) for p in module.functions)
 
 
-def mutant_globs(module: Module) -> list[str]:
-    """mutmut ``run`` arguments that cover the module's functions (a superset: ``selected`` decides)."""
-    globs = []
-    for pattern in module.functions:
-        if "." in pattern:
-            cls, _, method = pattern.partition(".")
-            globs.append(f"{module.dotted}.xǁ{cls}ǁ{method}__mutmut_*")
-        else:
-            globs.append(f"{module.dotted}.x_{pattern}__mutmut_*")
-            if pattern == "*":
-                globs.append(f"{module.dotted}.xǁ*")
-    return globs
-
-
 def changed_lines(diff: str) -> tuple[str, str]:
     """The removed and added lines of a mutant's diff, stripped: its stable description."""
     minus = [line[1:].strip() for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
@@ -148,34 +136,42 @@ class Score:
 KILLED = {1, 3, 36, 24, -24, 152, 255, 37}  # a failing test, pytest error, timeout (mutmut's meanings)
 
 
-def score(modules: dict[str, Module], equivalents: list[dict]) -> tuple[dict[str, Score], list[dict]]:
+def verdicts(module: Module) -> dict[str, int | None]:
+    """mutmut's exit code for each mutant of the module's scored functions (``None``: not run yet)."""
+    meta = ROOT / "mutants" / (module.path + ".meta")
+    if not meta.exists():
+        return {}
+    codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
+    return {name: code for name, code in sorted(codes.items(), key=lambda kv: _order(kv[0])) if selected(module, name)}
+
+
+def equivalent_entry(module: Module, name: str, equivalents: list[dict]) -> tuple[int | None, str]:
+    """The index of the documented equivalent that ``name`` matches (or ``None``), and the mutant's diff."""
     from mutmut.mutation.diff_apply import get_diff_for_mutant
 
+    diff = get_diff_for_mutant(name, path=module.path)
+    before, after = changed_lines(diff)
+    function = ".".join(function_of(name))
+    match = next((i for i, e in enumerate(equivalents)
+                  if e["function"] == function and e["before"] == before and e["after"] == after), None)
+    return match, diff
+
+
+def score(modules: dict[str, Module], equivalents: list[dict]) -> tuple[dict[str, Score], list[dict]]:
     scores: dict[str, Score] = {}
     used: set[int] = set()
     for label, module in modules.items():
-        meta = ROOT / "mutants" / (module.path + ".meta")
         result = scores[label] = Score()
-        if not meta.exists():
-            continue
-        codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
-        for name, code in sorted(codes.items(), key=lambda kv: _order(kv[0])):
-            if not selected(module, name):
-                continue
-            if code is None:
-                result.unchecked += 1
-                continue
+        for name, code in verdicts(module).items():
             if code in KILLED:
                 result.killed += 1
                 continue
-            diff = get_diff_for_mutant(name, path=module.path)
-            before, after = changed_lines(diff)
-            function = ".".join(function_of(name))
-            match = next((i for i, e in enumerate(equivalents)
-                          if e["function"] == function and e["before"] == before and e["after"] == after), None)
-            if match is not None:
+            match, diff = equivalent_entry(module, name, equivalents)
+            if match is not None:  # run or not: a documented equivalent is not in the score
                 used.add(match)
                 result.equivalent.append((name, equivalents[match]["reason"]))
+            elif code is None:
+                result.unchecked += 1
             else:
                 status = "no test reaches it" if code in (5, 33) else ("survived" if code == 0 else f"exit {code}")
                 result.survivors.append((name, f"[{status}]\n{diff}"))
@@ -200,15 +196,28 @@ def forget_survivors(modules: dict[str, Module]) -> list[str]:
     return names
 
 
-def unchecked_mutants(modules: dict[str, Module]) -> list[str]:
-    """Mutants of ``modules`` that the last run did not reach (no verdict in mutmut's result files)."""
-    names = []
-    for module in modules.values():
-        meta = ROOT / "mutants" / (module.path + ".meta")
-        if meta.exists():
-            codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
-            names += [name for name, code in codes.items() if code is None and selected(module, name)]
-    return names
+def mutants_to_run(modules: dict[str, Module], equivalents: list[dict], only_unchecked: bool = False) -> list[str]:
+    """The scored mutants less the documented equivalents (only those without a verdict if ``only_unchecked``).
+
+    An equivalent mutant survives whatever the tests do, and only after every test that reaches its
+    function has run: skipping the documented ones saves that time on every run
+    (``--run-equivalents`` runs them anyway, e.g. to check that they still survive)."""
+    return [name for module in modules.values() for name, code in verdicts(module).items()
+            if (code is None or not only_unchecked)
+            and not (equivalents and equivalent_entry(module, name, equivalents)[0] is not None)]
+
+
+def generate_mutants(env: dict[str, str]) -> None:
+    """Let mutmut write ``mutants/`` (and collect its test statistics) without running a mutant.
+
+    mutmut generates mutants only at the start of ``mutmut run``; given a pattern that matches no
+    mutant it stops right after generating them and collecting the statistics, which the next
+    ``mutmut run`` loads instead of collecting them again."""
+    run = subprocess.run([sys.executable, "-m", "mutmut", "run", "crop_hf.__generate_only__"],
+                         check=False, env=env, capture_output=True, text=True)
+    if "nothing matches" not in run.stdout + run.stderr:
+        sys.exit(f"mutmut could not generate the mutants (exit {run.returncode}):\n"
+                 f"{run.stdout[-3000:]}{run.stderr[-3000:]}")
 
 
 def _order(name: str) -> tuple[str, int]:
@@ -250,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="forget the last run's verdicts on survivors and test them again (after new tests)")
     parser.add_argument("--resume", action="store_true",
                         help="run only the mutants the last run left without a verdict (after an interruption)")
+    parser.add_argument("--run-equivalents", action="store_true",
+                        help="also run the documented equivalent mutants (skipped by default: they survive anyway)")
     parser.add_argument("--quiet", action="store_true", help="scores only, no survivor diffs")
     args = parser.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULES]
@@ -257,19 +268,24 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown modules {unknown}; choose from {list(MODULES)}")
     modules = {label: MODULES[label] for label in (args.modules or MODULES)}
     os.chdir(ROOT)
-    # --retest runs only the last survivors, --resume only the mutants a run did not reach; naming
-    # mutants to mutmut makes it run them even when it holds a verdict, so a plain run starts afresh.
+    equivalents = load_equivalents()
     if args.retest and args.resume:
         parser.error("--retest and --resume are alternatives")
-    chosen = forget_survivors(modules) if args.retest else unchecked_mutants(modules) if args.resume else None
-    if not args.report and chosen != []:
-        globs = chosen or [g for module in modules.values() for g in mutant_globs(module)]
+    if not args.report:
         started = time.monotonic()
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # mutmut puts mutants/ first
-        subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children), *globs],
-                       check=False, env=env, stdout=subprocess.DEVNULL)
-        print(f"mutmut ran for {time.monotonic() - started:.0f} s")
-    scores, stale = score(modules, load_equivalents())
+        # Naming mutants makes mutmut run them even when it holds a verdict: a plain run starts afresh,
+        # --resume names only the mutants without one, --retest only the last survivors.
+        if args.retest:
+            names = forget_survivors(modules)
+        else:
+            generate_mutants(env)
+            names = mutants_to_run(modules, [] if args.run_equivalents else equivalents, only_unchecked=args.resume)
+        if names:
+            subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children), *names],
+                           check=False, env=env, stdout=subprocess.DEVNULL)
+        print(f"mutmut ran {len(names)} mutants in {time.monotonic() - started:.0f} s")
+    scores, stale = score(modules, equivalents)
     return 0 if report(scores, stale, not args.quiet) else 1
 
 

@@ -81,9 +81,14 @@ def test_resume_picks_unreached_mutants_and_retest_forgets_survivors(script, tmp
              "crop_hf.labels.x_is_valid__mutmut_1": 33, "crop_hf.labels.x_is_valid__mutmut_2": -24}
     meta.write_text(json.dumps({"exit_code_by_key": codes}))
     # parse_label_map is outside the scored functions: never picked
-    assert script.unchecked_mutants(labels) == ["crop_hf.labels.x_split_tag__mutmut_3"]
-    assert script.forget_survivors(labels) == ["crop_hf.labels.x_split_tag__mutmut_2", "crop_hf.labels.x_is_valid__mutmut_1"]
-    assert sorted(script.unchecked_mutants(labels)) == ["crop_hf.labels.x_is_valid__mutmut_1",
-                                                        "crop_hf.labels.x_split_tag__mutmut_2",
-                                                        "crop_hf.labels.x_split_tag__mutmut_3"]
-    assert script.unchecked_mutants({"markers": script.MODULES["markers"]}) == []  # no result file yet
+    assert script.mutants_to_run(labels, [], only_unchecked=True) == ["crop_hf.labels.x_split_tag__mutmut_3"]
+    everything = sorted(name for name in codes if "parse_label_map" not in name)  # by function, then number
+    assert script.mutants_to_run(labels, []) == everything
+    # documented equivalents are left out of both
+    equivalent = "crop_hf.labels.x_split_tag__mutmut_2"
+    monkeypatch.setattr(script, "equivalent_entry", lambda module, name, entries: (0 if name == equivalent else None, ""))
+    assert script.mutants_to_run(labels, [{"function": "any"}]) == [n for n in everything if n != equivalent]
+    assert script.forget_survivors(labels) == [equivalent, "crop_hf.labels.x_is_valid__mutmut_1"]  # file order
+    assert script.mutants_to_run(labels, [], only_unchecked=True) == [
+        "crop_hf.labels.x_is_valid__mutmut_1", "crop_hf.labels.x_split_tag__mutmut_2", "crop_hf.labels.x_split_tag__mutmut_3"]
+    assert script.mutants_to_run({"markers": script.MODULES["markers"]}, []) == []  # no result file yet
