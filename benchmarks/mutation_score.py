@@ -21,10 +21,10 @@ markers' and tag schemes' mutants are the slowest per mutant (their functions ar
 pipeline and synthesis tests, so a survivor runs all of those). Under mutmut the tiny models of the
 test fixtures are built once by the unmutated stats run and reused by every mutant's process
 (``tests/tiny_models.session_model``) instead of once per mutant, and the documented equivalent
-mutants are not run (each would run every test that reaches its function, and survive; ``--run-
-equivalents`` runs them). Naming modules runs their mutants again from scratch; ``--resume`` after
-an interruption runs only the mutants that have no verdict yet, and ``--retest`` after adding tests
-reruns only the survivors (minutes).
+mutants are not run (each would run every test that reaches its function, and survive;
+``--run-equivalents`` runs them). Naming modules runs their mutants again from scratch; ``--resume``
+after an interruption runs only the mutants that have no verdict yet, and ``--retest`` after adding
+tests reruns only the survivors (minutes).
 
 ``MODULES`` below is the scope: each core module and the functions of it that are mutated (the
 rest of a file, e.g. model loading or training loops, is wiring other tests check end to end).
