@@ -737,3 +737,19 @@ def test_language_filter_names_every_language_it_cannot_check_in_one_warning(cap
     assert [record.getMessage() for record in caplog.records] == [
         "langid does not know my, yo: translations into them are not language-checked"]
     assert language_filter.unsupported == ["my", "yo"] and language_filter.languages == ["de", "en"]
+
+
+def test_a_translation_longer_than_the_tagger_takes_is_refused_alone(tiny_xlmr_ner):
+    from transformers import pipeline
+
+    from crop_hf.synthesis.stages import _each_or_none, _tag, tagger_token_limit
+
+    tagger = pipeline("token-classification", model=str(tiny_xlmr_ner), aggregation_strategy="first", device=-1)
+    limit = tagger_token_limit(tagger)
+    assert limit == tagger.model.config.max_position_embeddings - tagger.model.config.pad_token_id - 1
+    long = " ".join(["Gothenburg"] * limit)  # more than limit tokens with <s> and </s>
+    with pytest.raises(ValueError, match=rf"^a translation of \d+ tokens is longer than the tagger takes \({limit}\)$"):
+        _tag(tagger, [long], batch_size=2)
+    outputs = _each_or_none(lambda texts: _tag(tagger, texts, batch_size=2), ["I live in Gothenburg .", long])
+    assert outputs[1] is None and isinstance(outputs[0], list)
+    assert tagger_token_limit(object()) is None  # a stand-in without a model is not checked

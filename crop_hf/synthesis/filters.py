@@ -15,8 +15,9 @@ reason                    dropped because
 ``contains_marker``       the raw sentence already contains a boundary marker of the
                           translator's style (``__SLOT3__``), so its labels could not be read
                           back unambiguously
-``pipeline_error``        a pipeline refused the sentence (``ValueError``/``TypeError``; the
-                          error is logged); the rest of its batch goes on
+``pipeline_error``        a pipeline refused the sentence (``ValueError``/``TypeError``, or a
+                          translation longer than the tagger takes; the error is logged); the
+                          rest of its batch goes on
 ``markers_incomplete``    no beam hypothesis kept every boundary marker intact
 ``projection_incomplete`` a translated entity was not found in the raw sentence
 ``all_o``                 no entity was projected (CroP deletes all-``O`` sentences)

@@ -119,7 +119,7 @@ def process_shard(
 
     # 2. tag the translations with the source NER model
     stage("tag")
-    tag = partial(models.tagger, batch_size=config.batch_size)
+    tag = partial(_tag, models.tagger, batch_size=config.batch_size)
     for record, entities in _apply(tag, alive, [r["source_translation"] for r in alive], drop):
         record["source_entities"] = _entity_spans(record["source_translation"], entities)
         if not record["source_entities"]:
@@ -166,6 +166,38 @@ def process_shard(
             elif all(tag == "O" for tag in projection.tags):
                 drop(record, "all_o")
     return _rows(records, models.labels)
+
+
+def tagger_token_limit(tagger: Any) -> int | None:
+    """The most tokens ``tagger``'s model takes (``None`` when it does not say).
+
+    RoBERTa-style models (XLM-R) number positions from ``pad_token_id + 1``: XLM-R's 514
+    position embeddings take 512 tokens.
+    """
+    config = getattr(getattr(tagger, "model", None), "config", None)
+    positions = getattr(config, "max_position_embeddings", None)
+    if positions is None:
+        return None
+    if config.model_type in ("roberta", "xlm-roberta", "camembert") and config.pad_token_id is not None:
+        positions -= config.pad_token_id + 1
+    declared = getattr(getattr(tagger, "tokenizer", None), "model_max_length", None)
+    return min(positions, declared) if declared else positions
+
+
+def _tag(tagger: Any, texts: list[str], batch_size: int) -> list:
+    """Tag ``texts``; a text longer than the model takes is refused (``ValueError``) instead of crashing it.
+
+    A degenerate translation (an untrained or public model looping) can exceed the tagger's
+    positions, which makes the model raise an index error for the whole batch; refused, it is
+    dropped alone as ``pipeline_error``.
+    """
+    limit = tagger_token_limit(tagger)
+    if limit is not None:
+        for text in texts:
+            length = len(tagger.tokenizer(text)["input_ids"])
+            if length > limit:
+                raise ValueError(f"a translation of {length} tokens is longer than the tagger takes ({limit})")
+    return tagger(texts, batch_size=batch_size)
 
 
 def _apply(call: Callable[[list], list], records: list[dict], inputs: list, drop) -> Iterator[tuple[dict, Any]]:
