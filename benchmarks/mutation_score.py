@@ -16,7 +16,8 @@ mutmut's per-function test mapping is exactly the "run only the tests that cover
 forking after loading torch and the tests once is what makes ~3,000 mutants fit in half an hour.
 
 Run time: mutmut first runs the selected test files once (about 1.5 minutes), then ~4,150 mutants.
-The whole scope took 51 minutes on an idle 2-core AMD EPYC (2026-12-02, 3,070 s inside mutmut); the
+The whole scope took 51 minutes on an idle 2-core AMD EPYC (2026-12-02, 3,070 s inside mutmut), and 47
+minutes (2,810 s inside mutmut, partly on shared cores) with the two savings below; the
 markers' and tag schemes' mutants are the slowest per mutant (their functions are reached by the
 pipeline and synthesis tests, so a survivor runs all of those). Under mutmut the tiny models of the
 test fixtures are built once by the unmutated stats run and reused by every mutant's process
