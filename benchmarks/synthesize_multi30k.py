@@ -125,6 +125,8 @@ def main(argv=None) -> int:
                 import datasets
 
                 kept = datasets.load_from_disk(str(result.dataset_path))
+                if isinstance(kept, datasets.DatasetDict):  # one split per target language
+                    kept = kept["de"]
                 names = kept.features["ner_tags"].feature.names
                 for row in kept.select(range(min(3, len(kept)))):
                     print("   ", " ".join(t if tag == 0 else f"[{t}|{names[tag]}]"
