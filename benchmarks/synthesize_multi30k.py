@@ -18,6 +18,12 @@ whether its markers come back and land where lexical projection finds them in th
 
 Prints the filter table of free and of marker-constrained decoding, for the untrained and the
 trained model, plus a few kept sentences with their labels.
+
+Measured (2026-12-02, 2 AMD EPYC cores, ``--sentences 500``; the model of ``bench_marker_mt.py
+--minutes 20 --recipes content`` then ``--both_directions --minutes 8``): the untrained model keeps
+0 of 500 (113 wrong_language_source, 5 pipeline_error, 382 all_o); the trained one keeps 343
+(68.6%) with free decoding (100 projection_incomplete, 49 all_o, 6 markers_incomplete, 2 language)
+and 344 (68.8%) with constrained decoding. Caption tagger F1 0.993.
 """
 
 from __future__ import annotations
