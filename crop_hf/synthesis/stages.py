@@ -193,8 +193,8 @@ def _tag(tagger: Any, texts: list[str], batch_size: int) -> list:
     """
     limit = tagger_token_limit(tagger)
     if limit is not None:
-        for text in texts:
-            length = len(tagger.tokenizer(text)["input_ids"])
+        for ids in tagger.tokenizer(texts)["input_ids"]:  # one batched call, not one per text
+            length = len(ids)
             if length > limit:
                 raise ValueError(f"a translation of {length} tokens is longer than the tagger takes ({limit})")
     return tagger(texts, batch_size=batch_size)
