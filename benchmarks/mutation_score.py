@@ -13,19 +13,20 @@ It drives mutmut 3 (configured in ``setup.cfg``'s ``[mutmut]`` section): mutmut 
 one process per mutant from a warmed-up server and runs only the tests that reached the mutated
 function (stopping at the first failure). A library was preferred over a home-made AST mutator:
 mutmut's per-function test mapping is exactly the "run only the tests that cover it" this needs, and
-forking after loading torch and the tests once is what makes ~3,000 mutants fit in half an hour.
+forking after loading torch and the tests once is what makes ~4,000 mutants fit in a quarter of an hour.
 
-Run time: mutmut first runs the selected test files once (about 1.5 minutes), then ~4,150 mutants.
-The whole scope took 51 minutes on an idle 2-core AMD EPYC (2026-12-02, 3,070 s inside mutmut), and 47
-minutes (2,810 s inside mutmut, partly on shared cores) with the two savings below; the
-markers' and tag schemes' mutants are the slowest per mutant (their functions are reached by the
-pipeline and synthesis tests, so a survivor runs all of those). Under mutmut the tiny models of the
-test fixtures are built once by the unmutated stats run and reused by every mutant's process
-(``tests/tiny_models.session_model``) instead of once per mutant, and the documented equivalent
+Run time: mutmut first runs the selected test files once (about 1.5 minutes), then ~4,000 mutants.
+The whole scope takes about 13 minutes on an idle 2-core AMD EPYC (2026-12-02: 13 min 21 s wall,
+4,001 mutants; 51 minutes before the savings below). A mutant's process costs about 0.1 s beyond
+its tests: pytest's unraisableexception plugin, whose ``gc.collect()`` calls walked the heap that
+torch and transformers fill (0.9 of the 1.1 s each mutant took), is off under mutmut
+(``pytest_add_cli_args`` in ``setup.cfg``); ``tests/conftest.py`` runs a mutant's tests fastest
+first; the tiny models of the test fixtures are built once by the unmutated stats run and reused
+by every mutant's process (``tests/tiny_models.session_model``); and the documented equivalent
 mutants are not run (each would run every test that reaches its function, and survive;
 ``--run-equivalents`` runs them). Naming modules runs their mutants again from scratch; ``--resume``
 after an interruption runs only the mutants that have no verdict yet, and ``--retest`` after adding
-tests reruns only the survivors (minutes).
+tests reruns only the survivors (about a minute).
 
 ``MODULES`` below is the scope: each core module and the functions of it that are mutated (the
 rest of a file, e.g. model loading or training loops, is wiring other tests check end to end).
