@@ -135,6 +135,26 @@ class RecordingTagger(FakeTagger):
         return super().__call__(texts, **kwargs)
 
 
+class LimitedTagger(FakeTagger):
+    """A :class:`FakeTagger` whose model, like a real one, declares how many tokens it takes:
+    ``limit`` (a word is one token, plus ``<s>`` and ``</s>``). It tags longer texts anyway, so only
+    the caller's length check can refuse them."""
+
+    def __init__(self, limit: int) -> None:
+        from types import SimpleNamespace
+
+        config = SimpleNamespace(max_position_embeddings=limit, model_type="bert", pad_token_id=0)
+        self.model = SimpleNamespace(config=config)
+        self.tokenizer = _WordTokenizer()
+
+
+class _WordTokenizer:
+    model_max_length = None
+
+    def __call__(self, texts):
+        return {"input_ids": [[0, *range(len(text.split())), 2] for text in texts]}
+
+
 class ScriptedLanguageFilter:
     """Stands in for :class:`~crop_hf.synthesis.LanguageIdFilter`: ``identified`` maps a text to the
     language it is taken for (any other text is taken for the language expected of it); every

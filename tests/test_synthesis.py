@@ -16,6 +16,7 @@ from huggingface_hub import DatasetCard
 from synthesis_fakes import (
     FakeAligner,
     FakeTagger,
+    LimitedTagger,
     RecordingAligner,
     RecordingTagger,
     RecordingTranslator,
@@ -753,3 +754,17 @@ def test_a_translation_longer_than_the_tagger_takes_is_refused_alone(tiny_xlmr_n
     outputs = _each_or_none(lambda texts: _tag(tagger, texts, batch_size=2), ["I live in Gothenburg .", long])
     assert outputs[1] is None and isinstance(outputs[0], list)
     assert tagger_token_limit(object()) is None  # a stand-in without a model is not checked
+
+
+def test_process_shard_drops_a_translation_longer_than_the_tagger_takes_and_tags_the_others():
+    # "lang" becomes five words: 4 words of source, 8 of translation, 10 tokens against a limit of 8.
+    words = {("de", "en"): {"wohnt": "lives", "lang": "a very very long time"}, ("en", "de"): {"lives": "wohnt"}}
+    models = fake_models()
+    models.translator, models.tagger = RecordingTranslator(words), LimitedTagger(limit=8)
+    kept, discarded, reasons = process_shard(["Anna wohnt lang hier", "Anna wohnt in Hamburg"], "de",
+                                             shard_settings(), models, ScriptedLanguageFilter({}))
+    assert reasons == Counter(pipeline_error=1)
+    assert discarded[0]["text"] == "Anna wohnt lang hier" and discarded[0]["source_translation"] == \
+        "Anna lives a very very long time hier"
+    assert [row["tokens"] for row in kept] == [["Anna", "wohnt", "in", "Hamburg"]]
+    assert kept[0]["ner_tags"] == [0, 0, 0, 5]
