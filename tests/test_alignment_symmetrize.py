@@ -101,6 +101,16 @@ def test_neighbour_order_follows_the_pseudocode():
     assert symmetrize([(1, 1), *union_extra], [(1, 1)], "grow-diag") == [(1, 1), (1, 2), (2, 1)]
 
 
+def test_diagonals_are_visited_up_left_before_up_right():
+    # Source 0 is free and targets 0 and 2 are taken: from (1,1) the first diagonal tried, (-1,-1),
+    # takes source 0, which blocks (0,2). Trying the diagonals mirrored ((-1,1) first) keeps (0,2).
+    intersection = [(1, 1), (2, 0), (2, 2)]
+    forward, reverse = [*intersection, (0, 0), (0, 2)], intersection
+    expected = [(0, 0), (1, 1), (2, 0), (2, 2)]
+    assert symmetrize(forward, reverse, "grow-diag") == expected
+    assert reference(forward, reverse, 3, 3, "grow-diag") == expected
+
+
 def test_points_added_behind_the_scan_are_grown_in_the_next_pass():
     # (2,1) is added while visiting (2,2) but lies before it, so only the second pass grows from it
     # to (1,0); a single pass would stop at (2,1).
