@@ -206,3 +206,90 @@ def test_processor_reads_every_row_token_by_default_and_any_eos_form(tiny_m2m100
     for eos_form, banned in ((None, []), (eos, [eos]), ([eos, other], [eos, other])):
         out = MarkerConstraintProcessor(vocabulary, [[0]], eos_form)(torch.tensor([[word]]), scores.clone())[0]
         assert [i for i in (eos, other) if out[i] == float("-inf")] == banned  # slot 0 unused: no end yet
+
+
+def whole_word(tokenizer, vocabulary):
+    """A plain token that starts a word (so that repeating it gives separate words)."""
+    return next(t for t in sorted(vocabulary.text_tokens)
+                if tokenizer.convert_ids_to_tokens(t).startswith("▁") and tokenizer.convert_ids_to_tokens(t)[1:].isalpha())
+
+
+class WordLover(LogitsProcessor):
+    """Makes a random model repeat one plain word for ever: no marker, no end of sentence."""
+
+    def __init__(self, word, eos):
+        self.word, self.eos = word, eos
+
+    def __call__(self, input_ids, scores):
+        scores = scores.clone()
+        scores[:, self.word] += 100.0
+        scores[:, self.eos] = float("-inf")
+        return scores
+
+
+@pytest.mark.parametrize("search", [{}, {"num_beams": 3, "num_return_sequences": 2}])
+def test_a_hypothesis_that_runs_to_the_length_limit_still_closes_every_slot(translator, search):
+    vocabulary = MarkerVocabulary(translator.tokenizer, "crop")
+    word = whole_word(translator.tokenizer, vocabulary)
+    from transformers import LogitsProcessorList
+
+    looping = LogitsProcessorList([WordLover(word, translator.model.generation_config.eos_token_id)])
+    # Two slots need 6 tokens after the language token: 9 new tokens leave room for two more words.
+    kwargs = {"src_lang": "en", "tgt_lang": "de", "max_new_tokens": 9, "batch_size": 4,
+              "generate_kwargs": {"logits_processor": looping}, **search}
+    results = translator(RECORDS, constrain_markers=True, **kwargs)
+    assert [r["complete"] for r in results] == [True, True, True, True], results
+    assert [len(r["entities"]) for r in results] == [2, 2, 0, 1]
+    words = [len(r["translation"].split()) for r in results]
+    assert words == [8 - 6 + 2, 8 - 6 + 2, 8, 8 - 3 + 1]  # each slot holds exactly one of the 8 tokens
+    free = translator(RECORDS[:1], **kwargs)
+    assert not free[0]["complete"] and free[0]["entities"] == []
+
+
+def test_the_length_rule_allows_only_tokens_that_complete_the_markers_in_time(tiny_m2m100):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_m2m100)
+    vocabulary = MarkerVocabulary(tokenizer, "crop")
+    slot = {i: tokenizer.convert_tokens_to_ids(f"__SLOT{i}__") for i in range(3)}
+    word = whole_word(tokenizer, vocabulary)
+    eos, lang = tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("__de__")
+    scores = torch.zeros(1, len(tokenizer))
+
+    def allowed(prefix, max_new_tokens=None, max_length=None, slots=(0, 2)):
+        processor = MarkerConstraintProcessor(vocabulary, [list(slots)], eos, max_new_tokens=max_new_tokens,
+                                              max_length=max_length)
+        processor(torch.tensor([[eos]]), scores.clone())  # the first step fixes where the limit counts from
+        out = processor(torch.tensor([[eos, *prefix]]), scores.clone())[0]
+        return {name for name, token in [("s0", slot[0]), ("s2", slot[2]), ("eos", eos), ("word", word),
+                                         ("lang", lang)] if out[token] > -1e9}
+
+    # After "word __SLOT0__": slot 0 needs a word and its close, slot 2 three tokens: 5 in all.
+    prefix = [word, slot[0]]
+    assert allowed(prefix) == {"word", "lang"}
+    assert allowed(prefix, max_new_tokens=2 + 6) == {"word", "lang"}  # 6 left: room to spare
+    assert allowed(prefix, max_new_tokens=2 + 5) == {"word"}  # 5 left: only the word that fills slot 0
+    assert allowed(prefix, max_length=1 + 2 + 5) == {"word"}  # the same limit as a whole row length
+    assert allowed(prefix, max_new_tokens=2 + 4) == {"word", "lang"}  # too late either way: no extra rule
+    filled = [word, slot[0], word]  # 4 needed: close slot 0, then slot 2
+    assert allowed(filled, max_new_tokens=3 + 4) == {"s0"}
+    assert allowed(filled, max_new_tokens=3 + 5) == {"s0", "word", "lang"}
+    closed = [word, slot[0], word, slot[0]]  # 3 needed: open slot 2
+    assert allowed(closed, max_new_tokens=4 + 3) == {"s2"}
+    done = closed + [slot[2], word, slot[2]]
+    assert allowed(done, max_new_tokens=7 + 1) == {"eos", "word", "lang"}  # nothing needed: nothing forced
+    assert allowed([word], max_new_tokens=1 + 3, slots=(2,)) == {"s2"}
+    # A row no longer than the last one is a new generate call: its tokens count from that step.
+    processor = MarkerConstraintProcessor(vocabulary, [[2]], eos, max_new_tokens=4)
+    for row in ([eos], [eos, word], [eos, word]):
+        out = processor(torch.tensor([row]), scores.clone())[0]
+    assert out[word] > -1e9 and out[slot[2]] > -1e9
+
+
+def test_the_length_rule_gives_way_where_another_processor_allows_a_single_token(tiny_m2m100):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_m2m100)
+    vocabulary = MarkerVocabulary(tokenizer, "crop")
+    eos, lang = tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("__de__")
+    processor = MarkerConstraintProcessor(vocabulary, [[0, 1]], eos, max_new_tokens=6)
+    forced = torch.full((1, len(tokenizer)), float("-inf"))
+    forced[0, lang] = 0.0  # the forced language token, 6 tokens before the limit that two slots need
+    out = processor(torch.tensor([[eos]]), forced)
+    assert out[0, lang] == 0.0 and torch.isinf(out[0]).sum() == len(tokenizer) - 1

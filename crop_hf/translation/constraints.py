@@ -10,7 +10,10 @@ complete by construction; what remains for the model is *where* they land. Per h
 * each slot opens once and closes once, and closes only after it opened, with at least one
   token of text in between;
 * no marker inside another slot's span (the source never nests slots);
-* no end of sentence while a slot is open or unused.
+* no end of sentence while a slot is open or unused;
+* within the length limit (``max_new_tokens``): once the tokens left are just enough to close the
+  open slot and open, fill and close each unused one, only tokens that do so are allowed, so a
+  hypothesis that runs to the limit (a looping model) still comes back complete.
 
 The vocabulary is read once: every token whose text holds a marker (or a fragment such as
 ``__SLOT3`` that extraction would report as garbled) gets a *signature*, the sequence of marker
@@ -132,11 +135,19 @@ class MarkerConstraintProcessor:
         eos_token_id: the end-of-sentence id(s), forbidden while a slot is open or unused.
         prompt_length: tokens at the start of every decoder row that are not generated text
             (decoder start and forced language token are never markers, so 0 is safe).
+        max_new_tokens: ``generate``'s limit on new tokens (counted from the decoder length at the
+            first call); ``max_length``: its limit on the whole decoder row, used when
+            ``max_new_tokens`` is ``None``. With neither, hypotheses that reach the limit may stop
+            with a slot open or unused.
     """
 
     def __init__(self, vocabulary: MarkerVocabulary, slots_per_row: Sequence[Sequence[int]],
-                 eos_token_id: int | Sequence[int] | None, prompt_length: int = 0) -> None:
+                 eos_token_id: int | Sequence[int] | None, prompt_length: int = 0,
+                 max_new_tokens: int | None = None, max_length: int | None = None) -> None:
         self.vocabulary = vocabulary
+        self.max_new_tokens, self.max_length = max_new_tokens, max_length
+        self._start: int | None = None  # the decoder length at the first step of the current call
+        self._last = 0
         self.slots = [frozenset(int(s) for s in slots) for slots in slots_per_row]
         self.n_slots = [len(slots) for slots in slots_per_row]
         eos = [] if eos_token_id is None else [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id)
@@ -151,6 +162,7 @@ class MarkerConstraintProcessor:
                     f"{style.name!r} style are not single tokens of this tokenizer; add them "
                     "(crop_hf.translation.training.add_marker_tokens) or decode without constrain_markers")
         self._marker_ids: Any = None
+        self._text_tensor: Any = None
 
     def _state(self, row: Sequence[int], sentence: int) -> _State:
         state = _State({}, None, False, 0)
@@ -170,6 +182,25 @@ class MarkerConstraintProcessor:
             return all(state.opened.get(s) == 2 for s in self.slots[sentence])
         return state.used >= self.n_slots[sentence]
 
+    def _needed(self, state: _State, sentence: int) -> int:
+        """The fewest tokens that complete ``state``'s markers: a text token if the open slot has none
+        and its closing marker, then an opening marker, a text token and a closing marker per unused slot."""
+        needed = 0 if state.open_slot is None else 2 - state.text_since_open
+        if self.vocabulary.style.typed:
+            unused = sum(state.opened.get(s, 0) == 0 for s in self.slots[sentence])
+        else:
+            unused = self.n_slots[sentence] - state.used
+        return needed + 3 * max(unused, 0)
+
+    def _tokens_left(self, length: int) -> int | None:
+        """How many tokens ``generate`` still lets a row of ``length`` emit, this step's included."""
+        if self._start is None or length <= self._last:  # the first step of a generate call
+            self._start = length
+        self._last = length
+        if self.max_new_tokens is not None:
+            return self._start + self.max_new_tokens - length
+        return None if self.max_length is None else self.max_length - length
+
     def __call__(self, input_ids, scores):
         import torch
 
@@ -181,14 +212,38 @@ class MarkerConstraintProcessor:
         # Rows with no marker token so far share one state per sentence: only scan the others.
         has_marker = torch.isin(input_ids, self._marker_ids.to(input_ids.device)).any(dim=1).tolist()
         banned = torch.zeros_like(scores, dtype=torch.bool)
+        # Rows whose tokens left only just complete their markers may take only tokens that progress.
+        short = torch.zeros_like(scores, dtype=torch.bool)
+        left = self._tokens_left(input_ids.shape[1])
         ids = input_ids.tolist()
         for r in range(rows):
             sentence = min(r // per_sentence, len(self.slots) - 1)
             state = self._state(ids[r], sentence) if has_marker[r] else _State({}, None, False, 0)
+            needed = self._needed(state, sentence)
+            tight = left is not None and 0 < needed == left
+            if tight:  # text only fills an open, still empty slot; no other unmarked token helps
+                short[r] = True
+                if state.open_slot is not None and not state.text_since_open:
+                    short[r, self._text_ids(scores)] = False
             for signature, token_ids in self.vocabulary.groups.items():
                 after = _apply(state, signature, self.n_slots[sentence], self.slots[sentence])
                 if not after.valid:
                     banned[r, token_ids] = True
+                elif tight and self._needed(after, sentence) < needed:
+                    short[r, token_ids] = False
             if not self._complete(state, sentence):
                 banned[r, self.eos] = True
-        return scores.masked_fill(banned, float("-inf"))
+        constrained = scores.masked_fill(banned, float("-inf"))
+        if not short.any():
+            return constrained
+        # Where the length rule leaves no token at all (another processor, e.g. a forced language
+        # token, allows only one), the row keeps the other rules alone.
+        shorter = constrained.masked_fill(short, float("-inf"))
+        return torch.where(torch.isfinite(shorter).any(dim=1, keepdim=True), shorter, constrained)
+
+    def _text_ids(self, scores):
+        import torch
+
+        if self._text_tensor is None:
+            self._text_tensor = torch.tensor(sorted(self.vocabulary.text_tokens), dtype=torch.long, device=scores.device)
+        return self._text_tensor

@@ -253,7 +253,9 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         generate_kwargs = self._prepare_generate_kwargs(generate_kwargs, **languages.generate_kwargs())
         constrained = dict(generate_kwargs)
         if self.constrain_markers if constrain_markers is None else constrain_markers:
-            constrained["logits_processor"] = self._marker_constraint(marked, constrained.get("logits_processor"))
+            limits = self._get_set_generation_params(generate_kwargs)
+            constrained["logits_processor"] = self._marker_constraint(
+                marked, constrained.get("logits_processor"), limits.get("max_new_tokens"), limits.get("max_length"))
         output_ids = self.backend.generate(model_inputs, constrained)
         batch = model_inputs["input_ids"].shape[0]
         output_ids = output_ids.reshape(batch, output_ids.shape[0] // batch, *output_ids.shape[1:])
@@ -269,8 +271,10 @@ class LabeledSequenceTranslationPipeline(Pipeline):
                 entity_translations[i][entity.slot] = text
         return {"output_ids": output_ids, "marked": marked, "entity_translations": entity_translations}
 
-    def _marker_constraint(self, marked: list[MarkedSentence], processors=None):
-        """``processors`` plus a :class:`~crop_hf.translation.constraints.MarkerConstraintProcessor` for ``marked``."""
+    def _marker_constraint(self, marked: list[MarkedSentence], processors=None, max_new_tokens: int | None = None,
+                           max_length: int | None = None):
+        """``processors`` plus a :class:`~crop_hf.translation.constraints.MarkerConstraintProcessor` for
+        ``marked`` that completes the markers within the length limit."""
         from transformers import LogitsProcessorList
 
         from crop_hf.translation.constraints import MarkerConstraintProcessor, MarkerVocabulary
@@ -278,7 +282,8 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         if self._marker_vocabulary is None:
             self._marker_vocabulary = MarkerVocabulary(self.tokenizer, self.marker_style)
         processor = MarkerConstraintProcessor(self._marker_vocabulary, [[e.slot for e in m.entities] for m in marked],
-                                              self.model.generation_config.eos_token_id)
+                                              self.model.generation_config.eos_token_id,
+                                              max_new_tokens=max_new_tokens, max_length=max_length)
         return LogitsProcessorList([*(processors or []), processor])
 
     def _decode(self, ids) -> list[str]:
