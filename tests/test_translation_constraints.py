@@ -274,7 +274,7 @@ def test_the_length_rule_allows_only_tokens_that_complete_the_markers_in_time(ti
     assert allowed(filled, max_new_tokens=3 + 5) == {"s0", "word", "lang"}
     closed = [word, slot[0], word, slot[0]]  # 3 needed: open slot 2
     assert allowed(closed, max_new_tokens=4 + 3) == {"s2"}
-    done = closed + [slot[2], word, slot[2]]
+    done = [*closed, slot[2], word, slot[2]]
     assert allowed(done, max_new_tokens=7 + 1) == {"eos", "word", "lang"}  # nothing needed: nothing forced
     assert allowed([word], max_new_tokens=1 + 3, slots=(2,)) == {"s2"}
     # A row no longer than the last one is a new generate call: its tokens count from that step.
