@@ -288,8 +288,26 @@ def test_the_length_rule_gives_way_where_another_processor_allows_a_single_token
     tokenizer = AutoTokenizer.from_pretrained(tiny_m2m100)
     vocabulary = MarkerVocabulary(tokenizer, "crop")
     eos, lang = tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("__de__")
-    processor = MarkerConstraintProcessor(vocabulary, [[0, 1]], eos, max_new_tokens=6)
-    forced = torch.full((1, len(tokenizer)), float("-inf"))
-    forced[0, lang] = 0.0  # the forced language token, 6 tokens before the limit that two slots need
-    out = processor(torch.tensor([[eos]]), forced)
+    slot0 = tokenizer.convert_tokens_to_ids("__SLOT0__")
+    processor = MarkerConstraintProcessor(vocabulary, [[0, 1], [0, 1]], eos, max_new_tokens=6)
+    scores = torch.zeros(2, len(tokenizer))
+    scores[0] = float("-inf")
+    scores[0, lang] = 0.0  # row 0: the forced language token, 6 tokens before the limit that two slots need
+    out = processor(torch.tensor([[eos], [eos]]), scores)
     assert out[0, lang] == 0.0 and torch.isinf(out[0]).sum() == len(tokenizer) - 1
+    # Row 1, with nothing forced, gets the length rule: only the two opening markers are left.
+    assert torch.isfinite(out[1]).sum() == 2 and out[1, slot0] == 0.0
+
+
+def test_the_length_rule_counts_the_brackets_of_untyped_styles(tiny_m2m100):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_m2m100)
+    vocabulary = MarkerVocabulary(tokenizer, "easyproject")
+    opening, closing = tokenizer.convert_tokens_to_ids(["[", "]"])
+    word, eos = whole_word(tokenizer, vocabulary), tokenizer.eos_token_id
+    scores = torch.zeros(1, len(tokenizer))
+    for row, left, allowed in (([eos, opening, word, closing], 3, {opening}),  # one pair of two left: 3 tokens
+                               ([eos, opening, word, closing], 4, {opening, word}),
+                               ([eos, opening], 2, {word})):
+        processor = MarkerConstraintProcessor(vocabulary, [[0, 1]], eos, max_length=len(row) + left)
+        out = processor(torch.tensor([row]), scores.clone())[0]
+        assert set(torch.isfinite(out).nonzero().flatten().tolist()) & {opening, closing, word, eos} == allowed

@@ -131,7 +131,7 @@ class MarkerConstraintProcessor:
     Args:
         vocabulary: the :class:`MarkerVocabulary` of the model's tokenizer.
         slots_per_row: for each input sentence, the slot numbers its source holds (typed styles),
-            or any collection of that many items (untyped styles count them).
+            or, for untyped styles, as many slot numbers as it has slots (they are counted).
         eos_token_id: the end-of-sentence id(s), forbidden while a slot is open or unused.
         prompt_length: tokens at the start of every decoder row that are not generated text
             (decoder start and forced language token are never markers, so 0 is safe).
@@ -162,7 +162,7 @@ class MarkerConstraintProcessor:
                     f"{style.name!r} style are not single tokens of this tokenizer; add them "
                     "(crop_hf.translation.training.add_marker_tokens) or decode without constrain_markers")
         self._marker_ids: Any = None
-        self._text_tensor: Any = None
+        self._text_ids = sorted(vocabulary.text_tokens)
 
     def _state(self, row: Sequence[int], sentence: int) -> _State:
         state = _State({}, None, False, 0)
@@ -219,17 +219,16 @@ class MarkerConstraintProcessor:
         for r in range(rows):
             sentence = min(r // per_sentence, len(self.slots) - 1)
             state = self._state(ids[r], sentence) if has_marker[r] else _State({}, None, False, 0)
-            needed = self._needed(state, sentence)
-            tight = left is not None and 0 < needed == left
+            tight = left is not None and self._needed(state, sentence) == left
             if tight:  # text only fills an open, still empty slot; no other unmarked token helps
                 short[r] = True
                 if state.open_slot is not None and not state.text_since_open:
-                    short[r, self._text_ids(scores)] = False
+                    short[r, self._text_ids] = False
             for signature, token_ids in self.vocabulary.groups.items():
                 after = _apply(state, signature, self.n_slots[sentence], self.slots[sentence])
                 if not after.valid:
                     banned[r, token_ids] = True
-                elif tight and self._needed(after, sentence) < needed:
+                elif tight:  # each marker a valid token holds opens or closes a slot: it needs one token less
                     short[r, token_ids] = False
             if not self._complete(state, sentence):
                 banned[r, self.eos] = True
@@ -241,9 +240,3 @@ class MarkerConstraintProcessor:
         shorter = constrained.masked_fill(short, float("-inf"))
         return torch.where(torch.isfinite(shorter).any(dim=1, keepdim=True), shorter, constrained)
 
-    def _text_ids(self, scores):
-        import torch
-
-        if self._text_tensor is None:
-            self._text_tensor = torch.tensor(sorted(self.vocabulary.text_tokens), dtype=torch.long, device=scores.device)
-        return self._text_tensor
