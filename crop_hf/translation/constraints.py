@@ -239,4 +239,3 @@ class MarkerConstraintProcessor:
         # token, allows only one), the row keeps the other rules alone.
         shorter = constrained.masked_fill(short, float("-inf"))
         return torch.where(torch.isfinite(shorter).any(dim=1, keepdim=True), shorter, constrained)
-
