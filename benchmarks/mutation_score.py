@@ -16,8 +16,8 @@ mutmut's per-function test mapping is exactly the "run only the tests that cover
 forking after loading torch and the tests once is what makes ~4,000 mutants fit in a quarter of an hour.
 
 Run time: mutmut first runs the selected test files once (about 1.5 minutes), then ~4,000 mutants.
-The whole scope takes about 13 minutes on an idle 2-core AMD EPYC (2026-12-02: 13 min 21 s wall,
-4,001 mutants; 51 minutes before the savings below). A mutant's process costs about 0.1 s beyond
+The whole scope takes about 15 minutes on an idle 2-core AMD EPYC (2026-12-02: 14 min 40 s wall,
+4,090 mutants; 51 minutes before the savings below). A mutant's process costs about 0.1 s beyond
 its tests: pytest's unraisableexception plugin, whose ``gc.collect()`` calls walked the heap that
 torch and transformers fill (0.9 of the 1.1 s each mutant took), is off under mutmut
 (``pytest_add_cli_args`` in ``setup.cfg``); ``tests/conftest.py`` runs a mutant's tests fastest
