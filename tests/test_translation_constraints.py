@@ -19,16 +19,16 @@ RECORDS = [
 ]
 
 
-class MarkerHappy(LogitsProcessor):
-    """Makes a random model love markers and ending: free decoding then repeats and drops them."""
+class ScoreShift(LogitsProcessor):
+    """Adds a fixed amount to the scores of some tokens (``-inf`` forbids them): steers a random model."""
 
-    def __init__(self, ids, eos):
-        self.ids, self.eos = ids, eos
+    def __init__(self, *shifts):
+        self.shifts = shifts  # (token id or ids, amount) pairs
 
     def __call__(self, input_ids, scores):
         scores = scores.clone()
-        scores[:, self.ids] += 50.0
-        scores[:, self.eos] += 40.0
+        for ids, amount in self.shifts:
+            scores[:, ids] += amount
         return scores
 
 
@@ -42,7 +42,8 @@ def marker_bias(translator, style="crop"):
     ids = sorted(vocabulary.signatures)
     from transformers import LogitsProcessorList
 
-    return LogitsProcessorList([MarkerHappy(ids, translator.model.generation_config.eos_token_id)])
+    # A random model that loves markers and ending: free decoding then repeats and drops them.
+    return LogitsProcessorList([ScoreShift((ids, 50.0), (translator.model.generation_config.eos_token_id, 40.0))])
 
 
 @pytest.mark.parametrize("search", [{}, {"num_beams": 3}, {"num_beams": 4, "num_return_sequences": 3}])
@@ -214,26 +215,15 @@ def whole_word(tokenizer, vocabulary):
                 if tokenizer.convert_ids_to_tokens(t).startswith("▁") and tokenizer.convert_ids_to_tokens(t)[1:].isalpha())
 
 
-class WordLover(LogitsProcessor):
-    """Makes a random model repeat one plain word for ever: no marker, no end of sentence."""
-
-    def __init__(self, word, eos):
-        self.word, self.eos = word, eos
-
-    def __call__(self, input_ids, scores):
-        scores = scores.clone()
-        scores[:, self.word] += 100.0
-        scores[:, self.eos] = float("-inf")
-        return scores
-
-
 @pytest.mark.parametrize("search", [{}, {"num_beams": 3, "num_return_sequences": 2}])
 def test_a_hypothesis_that_runs_to_the_length_limit_still_closes_every_slot(translator, search):
     vocabulary = MarkerVocabulary(translator.tokenizer, "crop")
     word = whole_word(translator.tokenizer, vocabulary)
     from transformers import LogitsProcessorList
 
-    looping = LogitsProcessorList([WordLover(word, translator.model.generation_config.eos_token_id)])
+    # A random model that repeats one plain word for ever: no marker, no end of sentence.
+    eos = translator.model.generation_config.eos_token_id
+    looping = LogitsProcessorList([ScoreShift((word, 100.0), (eos, float("-inf")))])
     # Two slots need 6 tokens after the language token: 9 new tokens leave room for two more words.
     kwargs = {"src_lang": "en", "tgt_lang": "de", "max_new_tokens": 9, "batch_size": 4,
               "generate_kwargs": {"logits_processor": looping}, **search}
