@@ -105,10 +105,11 @@ def test_marker_tokens_added_as_special_tokens_and_loaded_without_warning(tiny_b
     assert set(result) >= {"translation", "entities", "complete"}
 
 
-def test_resume_from_a_checkpoint_gives_the_uninterrupted_weights(tiny_m2m100, tmp_path):
+@pytest.mark.parametrize("grouping", [(), ("--group_by_length",)], ids=["shuffled", "grouped_by_length"])
+def test_resume_from_a_checkpoint_gives_the_uninterrupted_weights(tiny_m2m100, tmp_path, grouping):
     _, train = invented_corpus(120, seed=0)
     common = ("--max_train_steps", "6", "--per_device_train_batch_size", "8", "--learning_rate", "1e-3",
-              "--evaluate_before_training", "false", "--checkpointing_steps", "3")
+              "--evaluate_before_training", "false", "--checkpointing_steps", "3", *grouping)
     full = train_translation(*arguments(tiny_m2m100, tmp_path / "full", *common), train_dataset=train)
     # the same run killed after step 3 and restarted from its checkpoint
     resumed = train_translation(*arguments(tiny_m2m100, tmp_path / "cut", *common, "--resume_from_checkpoint",
@@ -118,6 +119,25 @@ def test_resume_from_a_checkpoint_gives_the_uninterrupted_weights(tiny_m2m100, t
     a = AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "full").state_dict()
     b = AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "cut").state_dict()
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def test_length_grouping_pads_less_and_stays_a_seeded_permutation():
+    from crop_hf.translation.training import _EpochSampler
+
+    lengths = [random.Random(i).randint(3, 60) for i in range(2000)]
+    shuffled, grouped = _EpochSampler(2000, seed=3, batch_size=16), _EpochSampler(2000, 3, 16, lengths=lengths)
+
+    def padded(order):  # tokens a batch holds once padded to its longest pair
+        return sum(16 * max(lengths[i] for i in order[k:k + 16]) for k in range(0, len(order), 16))
+
+    first = list(grouped)
+    assert sorted(first) == list(range(2000))
+    assert padded(first) < 0.8 * padded(list(shuffled))
+    assert list(_EpochSampler(2000, 3, 16, lengths=lengths)) == first  # seed and epoch fix the order
+    grouped.set_epoch(1)
+    assert list(grouped) != first
+    with pytest.raises(ValueError, match="1999 lengths for 2000"):
+        list(_EpochSampler(2000, 3, 16, lengths=lengths[1:]))
 
 
 def test_lora_trains_adapters_and_saves_a_plain_model(tiny_m2m100, tmp_path):

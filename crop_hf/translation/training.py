@@ -107,6 +107,9 @@ class TranslationTrainingArguments:
     max_train_minutes: float | None = field(
         default=None, metadata={"help": "Stop training after this many minutes (evaluation time not counted)."})
     gradient_accumulation_steps: int = field(default=1, metadata={"help": "Batches summed per optimizer step."})
+    group_by_length: bool = field(
+        default=False, metadata={"help": "Batch pairs of similar length together (less padding, faster steps); the "
+                                         "order still depends on seed and epoch only."})
     lr_scheduler_type: str = field(
         default="linear", metadata={"help": "transformers scheduler: linear, cosine, inverse_sqrt, constant_with_warmup."})
     warmup_ratio: float = field(default=0.05, metadata={"help": "Share of the optimizer steps spent warming up."})
@@ -410,9 +413,12 @@ def train_translation(
     if decoder_start is None:
         decoder_start = tokenizer.eos_token_id
 
-    sampler = _EpochSampler(len(train_rows), training_args.seed)
+    # Accelerate hands each process whole batches in turn, so length groups are per-device batches.
+    sampler = _EpochSampler(len(train_rows), training_args.seed, batch_size=training_args.per_device_train_batch_size)
 
     def loader_for(rows):
+        if training_args.group_by_length:
+            sampler.lengths = [len(a) + len(b) for a, b in zip(rows["input_ids"], rows["labels"], strict=True)]
         return DataLoader(rows, batch_size=training_args.per_device_train_batch_size, sampler=sampler,
                           collate_fn=lambda batch: _collate(batch, tokenizer.pad_token_id, decoder_start, pad_multiple))
 
@@ -554,10 +560,16 @@ def train_translation(
 
 
 class _EpochSampler:
-    """A random permutation per epoch from ``seed`` and the epoch number alone (exact resume needs no RNG state)."""
+    """A random order per epoch from ``seed`` and the epoch number alone (exact resume needs no RNG state).
 
-    def __init__(self, size: int, seed: int) -> None:
+    With ``lengths`` set, the order is transformers' length grouping (the Trainer's ``group_by_length``):
+    a random permutation cut into mega-batches of 50 batches, each sorted by length, so that a batch
+    holds pairs of similar length and pads little.
+    """
+
+    def __init__(self, size: int, seed: int, batch_size: int = 1, lengths: list[int] | None = None) -> None:
         self.size, self.seed, self.epoch = size, seed, 0
+        self.batch_size, self.lengths = batch_size, lengths
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -569,7 +581,13 @@ class _EpochSampler:
         import torch
 
         generator = torch.Generator().manual_seed(self.seed * 7919 + self.epoch)
-        return iter(torch.randperm(self.size, generator=generator).tolist())
+        if self.lengths is None:
+            return iter(torch.randperm(self.size, generator=generator).tolist())
+        from transformers.trainer_pt_utils import get_length_grouped_indices
+
+        if len(self.lengths) != self.size:
+            raise ValueError(f"{len(self.lengths)} lengths for {self.size} training pairs")
+        return iter(get_length_grouped_indices(self.lengths, self.batch_size, generator=generator))
 
 
 def _checkpoint_every(value: str | None):
