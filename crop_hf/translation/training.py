@@ -562,9 +562,10 @@ def train_translation(
 class _EpochSampler:
     """A random order per epoch from ``seed`` and the epoch number alone (exact resume needs no RNG state).
 
-    With ``lengths`` set, the order is transformers' length grouping (the Trainer's ``group_by_length``):
-    a random permutation cut into mega-batches of 50 batches, each sorted by length, so that a batch
-    holds pairs of similar length and pads little.
+    With ``lengths`` set, batches are formed by transformers' length grouping (the Trainer's
+    ``group_by_length``: a random permutation cut into mega-batches of 50 batches, each sorted by
+    length), so that a batch holds pairs of similar length and pads little; then the batches are
+    shuffled.
     """
 
     def __init__(self, size: int, seed: int, batch_size: int = 1, lengths: list[int] | None = None) -> None:
@@ -587,7 +588,13 @@ class _EpochSampler:
 
         if len(self.lengths) != self.size:
             raise ValueError(f"{len(self.lengths)} lengths for {self.size} training pairs")
-        return iter(get_length_grouped_indices(self.lengths, self.batch_size, generator=generator))
+        grouped = get_length_grouped_indices(self.lengths, self.batch_size, generator=generator)
+        batches = [grouped[k : k + self.batch_size] for k in range(0, self.size, self.batch_size)]
+        # transformers leaves each mega-batch's batches in falling length order; a model that last saw
+        # 50 batches of ever shorter pairs learns to stop early (measured in bench_marker_mt.py), so the
+        # batches are shuffled too, as fairseq shuffles its length buckets.
+        order = torch.randperm(len(batches), generator=generator).tolist()
+        return iter([index for b in order for index in batches[b]])
 
 
 def _checkpoint_every(value: str | None):
