@@ -121,6 +121,17 @@ def test_resume_from_a_checkpoint_gives_the_uninterrupted_weights(tiny_m2m100, t
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
 
 
+def test_learning_curve_ends_at_the_last_step(tiny_m2m100, tmp_path):
+    _, train = invented_corpus(40, seed=0)
+    result = train_translation(*arguments(tiny_m2m100, tmp_path / "curve", "--max_train_steps", "5",
+                                          "--per_device_train_batch_size", "8", "--eval_steps", "2",
+                                          "--eval_decodings", "free", "--evaluate_before_training", "false"),
+                               train_dataset=train, eval_dataset=train.select(range(6)))
+    assert [entry["step"] for entry in result.history] == [2, 4, 5]
+    last = {item["decoding"]: item for item in result.history[-1]["scores"]}
+    assert result.evaluation.scores[("trained", "free", "en-de")]["bleu"] == last["free"]["bleu"]
+
+
 def test_length_grouping_pads_less_and_stays_a_seeded_permutation():
     from crop_hf.translation.training import _EpochSampler
 

@@ -487,7 +487,10 @@ def train_translation(
             periodic = bool(training_args.eval_steps and completed_steps % training_args.eval_steps == 0)
             if training_args.eval_minutes and elapsed >= 60 * training_args.eval_minutes * (len(history) + 1):
                 periodic = True
-            if (periodic or out_of_time) and accelerator.is_main_process:
+            finished = out_of_time or completed_steps >= max_steps
+            # A learning curve ends where training ends, whether the time budget or the step count ran out.
+            curve = bool(training_args.eval_minutes or training_args.eval_steps)
+            if (periodic or out_of_time or (curve and finished)) and accelerator.is_main_process:
                 train_seconds = elapsed
                 snapshot = evaluate(accelerator.unwrap_model(model), "trained")
                 entry = {"step": completed_steps, "train_minutes": train_seconds / 60,
@@ -499,7 +502,7 @@ def train_translation(
                                 format_translation_table(snapshot))
                 history.append(entry)
                 tick = time.perf_counter()  # evaluation time is not training time
-            if completed_steps >= max_steps or out_of_time:
+            if finished:
                 break
         if checkpoint_every == "epoch":
             checkpoint(f"epoch_{epoch}", epoch, batches_per_epoch)
