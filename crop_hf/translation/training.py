@@ -593,9 +593,9 @@ class _EpochSampler:
             raise ValueError(f"{len(self.lengths)} lengths for {self.size} training pairs")
         grouped = get_length_grouped_indices(self.lengths, self.batch_size, generator=generator)
         batches = [grouped[k : k + self.batch_size] for k in range(0, self.size, self.batch_size)]
-        # transformers leaves each mega-batch's batches in falling length order; a model that last saw
-        # 50 batches of ever shorter pairs learns to stop early (measured in bench_marker_mt.py), so the
-        # batches are shuffled too, as fairseq shuffles its length buckets.
+        # transformers leaves each mega-batch's batches in falling length order, 50 in a row; they are
+        # shuffled so that steps do not come in runs of ever shorter pairs (fairseq shuffles its
+        # length buckets too; bench_marker_mt.py has the runs with and without).
         order = torch.randperm(len(batches), generator=generator).tolist()
         return iter([index for b in order for index in batches[b]])
 
