@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import random
@@ -145,7 +146,7 @@ def test_length_grouping_pads_less_and_stays_a_seeded_permutation():
     assert sorted(first) == list(range(2000))
     assert padded(first) < 0.8 * padded(list(shuffled))
     longest = [max(lengths[i] for i in first[k:k + 16]) for k in range(0, 2000, 16)]
-    falls = sum(b < a for a, b in zip(longest, longest[1:]))
+    falls = sum(b < a for a, b in itertools.pairwise(longest))
     assert falls < 0.7 * (len(longest) - 1)  # batches come in random order, not in falling length runs
     assert list(_EpochSampler(2000, 3, 16, lengths=lengths)) == first  # seed and epoch fix the order
     grouped.set_epoch(1)
