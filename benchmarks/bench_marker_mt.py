@@ -296,6 +296,12 @@ def _final_scores(path: Path, dataset, args):
                                 num_beams=args.num_beams, max_new_tokens=64)
 
 
+def _relabelled(evaluation, name: str, kind: str) -> dict:
+    """``evaluation``'s scores keyed for the final table: ``(name, decoding, "en-de <kind>")``."""
+    return {(name, decoding, f"{direction} {kind}"): scores
+            for (_, decoding, direction), scores in evaluation.scores.items()}
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
@@ -346,8 +352,8 @@ def main(argv=None) -> int:
     if args.evaluate_model:
         scored = TranslationEvaluation()
         for kind, data in heldout.items():
-            for (_, decoding, direction), scores in _final_scores(Path(args.evaluate_model), data, args).scores.items():
-                scored.scores[(f"beams={args.num_beams}", decoding, f"{direction} {kind}")] = scores
+            scored.scores.update(_relabelled(_final_scores(Path(args.evaluate_model), data, args),
+                                             f"beams={args.num_beams}", kind))
         print(format_translation_table(scored))
         return 0
     if args.init_model:  # go on from a trained model (e.g. en->de, now both ways for synthesis)
@@ -383,8 +389,7 @@ def main(argv=None) -> int:
             table.scores[(name, decoding, f"{direction} {args.heldout}")] = scores
         other = next(kind for kind in HELDOUT if kind != args.heldout)
         final = _final_scores(work / recipe, heldout[other], args)
-        for (_, decoding, direction), scores in final.scores.items():
-            table.scores[(recipe, decoding, f"{direction} {other}")] = scores
+        table.scores.update(_relabelled(final, recipe, other))
         summary["recipes"][recipe] = {"history": result.history, "results": {
             key: value for key, value in result.results.items() if key != "history"},
             f"final_{other}_heldout": final.to_dict()}
