@@ -139,15 +139,14 @@ def test_length_grouping_pads_less_and_stays_a_seeded_permutation():
     lengths = [random.Random(i).randint(3, 60) for i in range(2000)]
     shuffled, grouped = _EpochSampler(2000, seed=3, batch_size=16), _EpochSampler(2000, 3, 16, lengths=lengths)
 
-    def padded(order):  # tokens a batch holds once padded to its longest pair
-        return sum(16 * max(lengths[i] for i in order[k:k + 16]) for k in range(0, len(order), 16))
+    def longest(order):  # each batch's longest pair, the length the batch is padded to
+        return [max(lengths[i] for i in order[k:k + 16]) for k in range(0, len(order), 16)]
 
     first = list(grouped)
     assert sorted(first) == list(range(2000))
-    assert padded(first) < 0.8 * padded(list(shuffled))
-    longest = [max(lengths[i] for i in first[k:k + 16]) for k in range(0, 2000, 16)]
-    falls = sum(b < a for a, b in itertools.pairwise(longest))
-    assert falls < 0.7 * (len(longest) - 1)  # batches come in random order, not in falling length runs
+    assert sum(longest(first)) < 0.8 * sum(longest(list(shuffled)))  # padded tokens, over 16
+    falls = sum(b < a for a, b in itertools.pairwise(longest(first)))
+    assert falls < 0.7 * (len(longest(first)) - 1)  # batches come in random order, not in falling length runs
     assert list(_EpochSampler(2000, 3, 16, lengths=lengths)) == first  # seed and epoch fix the order
     grouped.set_epoch(1)
     assert list(grouped) != first
