@@ -220,6 +220,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="training steps this machine runs per minute (77: 3 layers, d_model 256, 2 cores of an "
                              "AMD EPYC in bf16); the decay ends and training stops at minutes x this, or when the "
                              "time is up")
+    parser.add_argument("--dropout", type=float, default=0.1, help="dropout of the new model (residual and embeddings)")
+    parser.add_argument("--attn_implementation", default="eager", choices=["eager", "sdpa"],
+                        help="attention kernel in training (eager: 1.3x faster steps than sdpa on CPU in bf16)")
+    parser.add_argument("--compile_loss", action=argparse.BooleanOptionalAction, default=True,
+                        help="fuse the vocabulary cross-entropy with torch.compile (1.6x faster steps on CPU)")
     parser.add_argument("--group_by_length", action="store_true",
                         help="batches of similar length (1.4x tokens/s, but no faster learning: see above)")
     parser.add_argument("--eval_samples", type=int, default=None, help="first N val pairs (default: all 1,014)")
@@ -264,7 +269,7 @@ def build_model(path: Path, corpus: list[str], args) -> Path:
     build_tiny_m2m100(path, corpus, vocab_size=args.vocab_size, d_model=args.d_model, layers=args.layers)
     config = M2M100Config.from_pretrained(path)
     config.update({"encoder_attention_heads": 4, "decoder_attention_heads": 4, "encoder_ffn_dim": 4 * args.d_model,
-                   "decoder_ffn_dim": 4 * args.d_model, "dropout": 0.1, "attention_dropout": 0.0,
+                   "decoder_ffn_dim": 4 * args.d_model, "dropout": args.dropout, "attention_dropout": 0.0,
                    "activation_dropout": 0.0, "encoder_layerdrop": 0.0, "decoder_layerdrop": 0.0})
     torch.manual_seed(args.seed)
     M2M100ForConditionalGeneration(config).save_pretrained(path)
@@ -378,7 +383,8 @@ def main(argv=None) -> int:
             "--eval_minutes", str(eval_minutes), "--per_device_train_batch_size", str(args.batch_size),
             "--per_device_eval_batch_size", "64", "--learning_rate", str(args.learning_rate),
             "--lr_scheduler_type", args.lr_scheduler, "--warmup_steps", str(args.warmup_steps),
-            "--group_by_length", str(args.group_by_length),
+            "--group_by_length", str(args.group_by_length), "--attn_implementation", args.attn_implementation,
+            "--compile_loss", str(args.compile_loss),
             "--marker_loss_weight", str(options["marker_loss_weight"]), "--eval_num_beams", str(args.num_beams),
             "--eval_max_new_tokens", "64", "--seed", str(args.seed), "--mixed_precision", args.mixed_precision,
             "--evaluate_before_training", "true" if k == 0 and not args.init_model else "false", "--no_show_progress"])

@@ -17,6 +17,8 @@ from crop_hf.cli import main as cli
 from crop_hf.translation.evaluation import score_direction
 from crop_hf.translation.parallel import MarkingConfig, ParallelPair, mark_parallel
 from crop_hf.translation.training import (
+    _collate,
+    _LabelledPositions,
     add_marker_tokens,
     marker_weighted_loss,
     parse_translation_arguments,
@@ -165,6 +167,88 @@ def test_lora_trains_adapters_and_saves_a_plain_model(tiny_m2m100, tmp_path):
     assert set(base) == set(merged)  # merged back into the architecture the pipeline loads
     changed = [k for k in base if not torch.equal(base[k], merged[k])]
     assert changed and all("q_proj" in k or "v_proj" in k for k in changed), changed
+
+
+def _padded_batch(tokenizer, pairs):
+    tokenizer.src_lang, tokenizer.tgt_lang = "en", "de"
+    encoded = tokenizer([s for s, _ in pairs], text_target=[t for _, t in pairs])
+    rows = [{"input_ids": a, "attention_mask": m, "labels": t}
+            for a, m, t in zip(encoded["input_ids"], encoded["attention_mask"], encoded["labels"], strict=True)]
+    return _collate(rows, tokenizer.pad_token_id, 2)
+
+
+def test_output_layer_scores_labelled_positions_only_with_the_same_loss_and_gradients(tiny_m2m100):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_m2m100)
+    model = AutoModelForSeq2SeqLM.from_pretrained(tiny_m2m100).train()
+    torch.manual_seed(0)
+    batch = _padded_batch(tokenizer, [("I live in Gothenburg .", "Ich wohne in Göteborg ."),
+                                      ("Paris", "Paris"), ("Where is the train station ?", "Wo ist der Bahnhof ?")])
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "decoder_input_ids")}
+    assert (batch["labels"] == -100).any()  # the short pairs are padded
+    markers = torch.tensor([5])
+
+    def loss_and_grads(selected: bool):
+        model.zero_grad()
+        with torch.random.fork_rng():  # the same dropout masks in both runs
+            torch.manual_seed(1)
+            if selected:
+                with labelled.only(batch["labels"]) as labels:
+                    logits = model(**inputs).logits
+            else:
+                logits, labels = model(**inputs).logits, batch["labels"]
+        loss = marker_weighted_loss(logits, labels, markers, label_smoothing=0.1, marker_weight=3.0)
+        loss.backward()
+        return logits, loss, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    labelled = _LabelledPositions(model)
+    full_logits, full_loss, full_grads = loss_and_grads(selected=False)
+    logits, loss, grads = loss_and_grads(selected=True)
+    labelled_count = int((batch["labels"] != -100).sum())
+    assert full_logits.shape[:2] == batch["labels"].shape and logits.shape == (labelled_count, full_logits.shape[-1])
+    assert torch.allclose(logits, full_logits[batch["labels"] != -100], atol=1e-5)
+    assert loss.item() == pytest.approx(full_loss.item(), rel=1e-5)
+    assert set(grads) == set(full_grads)
+    assert all(torch.allclose(grads[n], full_grads[n], atol=1e-6) for n in grads)
+    # outside the block (evaluation, generation) the model is untouched, and remove() takes the hook off
+    assert model(**inputs).logits.shape == full_logits.shape
+    labelled.remove()
+    with labelled.only(batch["labels"]) as labels:
+        assert model(**inputs).logits.shape == full_logits.shape and torch.equal(labels, batch["labels"])
+
+
+def test_a_model_without_an_output_layer_keeps_full_logits():
+    class NoHead(torch.nn.Module):
+        def get_output_embeddings(self):
+            return None
+
+    labelled = _LabelledPositions(NoHead())
+    labels = torch.tensor([[3, -100]])
+    with labelled.only(labels) as kept:
+        assert torch.equal(kept, labels)
+    assert not labelled.active
+
+
+def test_attention_kernel_and_compiled_loss_reach_training(tiny_m2m100, tmp_path, monkeypatch):
+    """``attn_implementation`` is what the model is loaded with; ``compile_loss`` fuses the same loss."""
+    loaded = []
+    original = AutoModelForSeq2SeqLM.from_pretrained.__func__
+
+    def recording(cls, *args, **kwargs):
+        model = original(cls, *args, **kwargs)
+        loaded.append(model.config._attn_implementation)
+        return model
+
+    monkeypatch.setattr(AutoModelForSeq2SeqLM, "from_pretrained", classmethod(recording))
+    _, train = invented_corpus(40, seed=0)
+    common = ("--max_train_steps", "3", "--per_device_train_batch_size", "8", "--learning_rate", "1e-3",
+              "--evaluate_before_training", "false", "--marker_loss_weight", "3")
+    plain = train_translation(*arguments(tiny_m2m100, tmp_path / "plain", *common, "--attn_implementation", "eager"),
+                              train_dataset=train)
+    fused = train_translation(*arguments(tiny_m2m100, tmp_path / "fused", *common, "--attn_implementation", "eager",
+                                         "--compile_loss"), train_dataset=train)
+    assert loaded == ["eager", "eager"]
+    assert fused.step_losses == pytest.approx(plain.step_losses, rel=1e-4)
+    assert plain.step_losses[0] != plain.step_losses[-1]  # it trained: the losses are not a constant
 
 
 def test_marker_loss_weight_weights_marker_positions_only():
