@@ -129,6 +129,37 @@ def test_mark_parallel_rows_slots_and_provenance(tmp_path):
     assert other["source"] != ds["source"]
 
 
+def test_a_hyphenated_or_elided_word_is_one_word():
+    text = "Ein Junge im T-Shirt liest E-Mails, girl's 3.5 (Berlin) -- Bach."
+    assert [text[s:e] for s, e in words(text)] == [
+        "Ein", "Junge", "im", "T-Shirt", "liest", "E-Mails", ",", "girl's", "3.5", "(", "Berlin", ")", "-", "-",
+        "Bach", "."]
+
+
+_JOINERS = "-\u2010\u2011'\u2019.&/"
+
+
+def _splits_a_word(text: str, start: int, end: int) -> bool:
+    """Whether a span cuts a word: a letter or digit inside it next to a letter, digit or joiner outside it."""
+    before, after = text[start - 1:start], text[end:end + 1]
+    return bool(before and (before.isalnum() or (before in _JOINERS and text[start - 2:start - 1].isalnum()))) or \
+        bool(after and (after.isalnum() or (after in _JOINERS and text[end + 1:end + 2].isalnum())))
+
+
+@given(st.lists(st.sampled_from(["T-Shirt", "E-Mail", "girl's", "3.5", "Bach.", "(Berlin)", "a", "-", "x/y",
+                                 "Kinder,", "rock-and-roll", "U.S."]), min_size=1, max_size=8))
+def test_no_candidate_phrase_splits_a_word(pieces):
+    """Every phrase pair boundary falls between words, on both sides (here: the text and its upper case)."""
+    source = " ".join(pieces)
+    result = mark_parallel([ParallelPair(source, source.upper(), "en", "de")],
+                           MarkingConfig(max_slots=3, max_phrase_length=3, slot_prob=1.0, seed=0),
+                           aligner=DiagonalAligner())
+    row = result.dataset[0]
+    for start, end, tstart, tend in row["phrase_pairs"]:
+        assert not _splits_a_word(row["source_text"], start, end), row["source_text"][start:end]
+        assert not _splits_a_word(row["target_text"], tstart, tend), row["target_text"][tstart:tend]
+
+
 def test_left_to_right_numbers_slot_prob_and_both_directions():
     config = MarkingConfig(max_slots=3, random_slot_numbers=False, both_directions=True, slot_prob=0.5, seed=0)
     result = mark_parallel(corpus(), config, aligner=DiagonalAligner())

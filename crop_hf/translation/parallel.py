@@ -67,18 +67,25 @@ DROP_REASONS: dict[str, str] = {
     "too_long": "one side has more words than max_words",
 }
 
-_WORD = re.compile(r"\w+|[^\w\s]")
+#: Letters and digits joined by single hyphens, apostrophes, periods, ampersands or slashes are one
+#: word ("T-Shirt", "E-Mails", "girl's", "3.5"); any other non-space character is a word of its own.
+#: A slot boundary falls between words only, so no marker ever lands inside "T-Shirt".
+_WORD = re.compile(r"\w+(?:[-\u2010\u2011'\u2019.&/]\w+)*|[^\w\s]")
 
 #: A phrase pair as character spans: ``(source_start, source_end, target_start, target_end)``.
 PhrasePair = tuple[int, int, int, int]
 
 
 def words(text: str) -> list[tuple[int, int]]:
-    """Character spans of the words of ``text``: ``\\w+`` runs and single other non-space characters.
+    """Character spans of the words of ``text``: ``\\w+`` runs, joined into one word by a single hyphen,
+    apostrophe, period, ampersand or slash between them, and single other non-space characters.
 
-    >>> text = "Zwei Männer, im Freien."
+    Words are what gets aligned, what phrase lengths count and where slot boundaries may fall, so a
+    compound such as ``T-Shirt`` is marked whole or not at all.
+
+    >>> text = "Zwei Männer im T-Shirt, im Freien."
     >>> [text[s:e] for s, e in words(text)]
-    ['Zwei', 'Männer', ',', 'im', 'Freien', '.']
+    ['Zwei', 'Männer', 'im', 'T-Shirt', ',', 'im', 'Freien', '.']
     """
     return [match.span() for match in _WORD.finditer(text)]
 
