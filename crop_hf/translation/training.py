@@ -70,8 +70,8 @@ class TranslationModelArguments:
     attn_implementation: str | None = field(
         default=None, metadata={"help": "Attention kernel, as transformers names it: eager, sdpa, flash_attention_2 "
                                         "(default: transformers' choice, sdpa). On CPU, eager trains small models "
-                                        "faster: its backward is 1.3x quicker than sdpa's in bf16 "
-                                        "(benchmarks/bench_marker_mt.py)."})
+                                        "faster: 1.6x the steps per second of sdpa in bf16 "
+                                        "(benchmarks/bench_translation_step.py)."})
     lora_r: int = field(default=0, metadata={"help": "Rank of LoRA adapters (peft); 0 fine-tunes all weights."})
     lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling numerator."})
     lora_dropout: float = field(default=0.05, metadata={"help": "Dropout on the LoRA branch."})
@@ -115,8 +115,8 @@ class TranslationTrainingArguments:
     gradient_accumulation_steps: int = field(default=1, metadata={"help": "Batches summed per optimizer step."})
     group_by_length: bool = field(
         default=False, metadata={"help": "Batch pairs of similar length together: less padding, more tokens per "
-                                         "second (1.38x on CPU in bench_marker_mt.py, though no faster learning "
-                                         "there); the order still depends on seed and epoch only."})
+                                         "second (1.2x a CPU step in benchmarks/bench_translation_step.py); the "
+                                         "order still depends on seed and epoch only."})
     lr_scheduler_type: str = field(
         default="linear", metadata={"help": "transformers scheduler: linear, cosine, inverse_sqrt, constant_with_warmup."})
     warmup_ratio: float = field(default=0.05, metadata={"help": "Share of the optimizer steps spent warming up."})
@@ -129,8 +129,8 @@ class TranslationTrainingArguments:
     compile_loss: bool = field(
         default=False, metadata={"help": "Fuse the cross-entropy over the vocabulary with torch.compile (needs a C++ "
                                          "compiler on CPU, Triton on GPU). Its eager form makes several passes over "
-                                         "a tokens x vocabulary tensor; fused, a CPU step of a small model was 1.6x "
-                                         "faster (benchmarks/bench_marker_mt.py)."})
+                                         "a tokens x vocabulary tensor; fused, a CPU step of a small model was 1.3x "
+                                         "faster (benchmarks/bench_translation_step.py)."})
     mixed_precision: Literal["no", "fp16", "bf16"] | None = field(
         default=None, metadata={"help": "Mixed precision; default: what accelerate config chose."})
     seed: int = field(default=42, metadata={"help": "Seed of weights, dropout, batch order and re-sampled markers."})
