@@ -74,6 +74,7 @@ def main(argv=None) -> int:
     from bench_marker_mt import _fast_bf16, build_model
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
+    from crop_hf.translation.constraints import MarkerVocabulary
     from crop_hf.translation.parallel import MarkingConfig, mark_parallel, pairs_from_files
     from crop_hf.translation.training import (
         _collate,
@@ -94,7 +95,6 @@ def main(argv=None) -> int:
     path = build_model(work / "model", list(marked["source_text"]) + list(marked["target_text"]), model_args)
     tokenizer = AutoTokenizer.from_pretrained(path)
     bf16 = _fast_bf16()
-    marker_ids = None
     rows = _tokenize(marked, tokenizer, {}, 128, 128)
     lengths = [len(a) + len(b) for a, b in zip(rows["input_ids"], rows["labels"], strict=True)]
     rows = list(rows)
@@ -110,12 +110,13 @@ def main(argv=None) -> int:
     for name, (attention, selected, fused, grouped, dropout) in CONFIGURATIONS.items():
         model = AutoModelForSeq2SeqLM.from_pretrained(path, attn_implementation=attention, dropout=dropout)
         add_marker_tokens(tokenizer, model, "crop", 16, seed=args.seed)
-        marker_ids = torch.tensor(sorted(tokenizer.convert_tokens_to_ids([f"__SLOT{i}__" for i in range(16)])))
         labelled = _LabelledPositions(model) if selected else None
         loss_function = torch.compile(marker_weighted_loss, dynamic=True) if fused else marker_weighted_loss
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
         runs[name] = {"model": model.train(), "labelled": labelled, "loss": loss_function, "optimizer": optimizer,
                       "batches": batches(grouped), "seconds": 0.0, "tokens": 0}
+
+    marker_ids = torch.tensor(sorted(MarkerVocabulary(tokenizer, "crop").signatures))  # as training weights them
 
     def step(run, batch) -> None:
         model, labelled = run["model"], run["labelled"]

@@ -7,6 +7,7 @@ import json
 import logging
 import random
 
+import datasets
 import pytest
 import torch
 from invented_languages import InventedLanguages
@@ -19,6 +20,7 @@ from crop_hf.translation.parallel import MarkingConfig, ParallelPair, mark_paral
 from crop_hf.translation.training import (
     _collate,
     _LabelledPositions,
+    _tokenize,
     add_marker_tokens,
     marker_weighted_loss,
     parse_translation_arguments,
@@ -170,11 +172,10 @@ def test_lora_trains_adapters_and_saves_a_plain_model(tiny_m2m100, tmp_path):
 
 
 def _padded_batch(tokenizer, pairs):
-    tokenizer.src_lang, tokenizer.tgt_lang = "en", "de"
-    encoded = tokenizer([s for s, _ in pairs], text_target=[t for _, t in pairs])
-    rows = [{"input_ids": a, "attention_mask": m, "labels": t}
-            for a, m, t in zip(encoded["input_ids"], encoded["attention_mask"], encoded["labels"], strict=True)]
-    return _collate(rows, tokenizer.pad_token_id, 2)
+    """One training batch of ``(source, target)`` pairs, tokenized and padded as training does it."""
+    rows = datasets.Dataset.from_dict({"source": [s for s, _ in pairs], "target": [t for _, t in pairs],
+                                       "src_lang": ["en"] * len(pairs), "tgt_lang": ["de"] * len(pairs)})
+    return _collate(list(_tokenize(rows, tokenizer, {}, 128, 128)), tokenizer.pad_token_id, 2)
 
 
 def test_output_layer_scores_labelled_positions_only_with_the_same_loss_and_gradients(tiny_m2m100):

@@ -596,14 +596,18 @@ class _LabelledPositions:
     def __init__(self, model: Any) -> None:
         self._keep = None
         head = model.get_output_embeddings()
-        self.active = head is not None
-        self._handle = head.register_forward_pre_hook(self._select) if self.active else None
+        self._handle = head.register_forward_pre_hook(self._select) if head is not None else None
+
+    @property
+    def active(self) -> bool:
+        r"""Whether the hook is on (a model with a findable output layer, not yet :meth:`remove`\ d)."""
+        return self._handle is not None
 
     def remove(self) -> None:
         """Take the hook off (the trained model is then exactly the plain model again)."""
         if self._handle is not None:
             self._handle.remove()
-            self._handle, self.active = None, False
+            self._handle = None
 
     def _select(self, module, args):
         if self._keep is None:
