@@ -159,7 +159,7 @@ constrained slot accuracy (0.607, 0.624 for the smaller model) does not reach 0.
 
 Faster steps (2026-12-02, later; the defaults since: eager attention, the output layer and loss at
 labelled positions only, the loss fused by ``torch.compile``, batches grouped by length,
-``--steps_per_minute 180``; ``benchmarks/bench_translation_step.py`` times each choice: 3.8x the
+``--steps_per_minute 180``; ``benchmarks/bench_translation_step.py`` times each choice: 3.3-3.8x the
 step speed in isolation, 2.3x the target tokens/s of the whole loop). Same model (3 layers, d_model
 256, dropout 0.1), same recipe, 4 beams, all 1,014 val pairs, content held-out slots. The second
 run also marks with hyphenated words kept whole (``T-Shirt`` is one word, so no held-out slot cuts
@@ -262,9 +262,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "and training stops at minutes x this, or when the time is up")
     parser.add_argument("--dropout", type=float, default=0.1, help="dropout of the new model (residual and embeddings)")
     parser.add_argument("--attn_implementation", default="eager", choices=["eager", "sdpa"],
-                        help="attention kernel in training (eager: 1.6x faster steps than sdpa on CPU in bf16)")
+                        help="attention kernel in training (eager: 1.3-1.6x faster steps than sdpa on CPU in bf16)")
     parser.add_argument("--compile_loss", action=argparse.BooleanOptionalAction, default=True,
-                        help="fuse the vocabulary cross-entropy with torch.compile (1.3x faster steps on CPU)")
+                        help="fuse the vocabulary cross-entropy with torch.compile (1.2-1.3x faster steps on CPU)")
     parser.add_argument("--group_by_length", action=argparse.BooleanOptionalAction, default=True,
                         help="batches of similar length (1.2x tokens/s with the faster step; see above)")
     parser.add_argument("--eval_samples", type=int, default=None, help="first N val pairs (default: all 1,014)")

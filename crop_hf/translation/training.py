@@ -70,7 +70,7 @@ class TranslationModelArguments:
     attn_implementation: str | None = field(
         default=None, metadata={"help": "Attention kernel, as transformers names it: eager, sdpa, flash_attention_2 "
                                         "(default: transformers' choice, sdpa). On CPU, eager trains small models "
-                                        "faster: 1.6x the steps per second of sdpa in bf16 "
+                                        "faster: 1.3-1.6x the steps per second of sdpa in bf16 "
                                         "(benchmarks/bench_translation_step.py)."})
     lora_r: int = field(default=0, metadata={"help": "Rank of LoRA adapters (peft); 0 fine-tunes all weights."})
     lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling numerator."})
@@ -129,7 +129,7 @@ class TranslationTrainingArguments:
     compile_loss: bool = field(
         default=False, metadata={"help": "Fuse the cross-entropy over the vocabulary with torch.compile (needs a C++ "
                                          "compiler on CPU, Triton on GPU). Its eager form makes several passes over "
-                                         "a tokens x vocabulary tensor; fused, a CPU step of a small model was 1.3x "
+                                         "a tokens x vocabulary tensor; fused, a CPU step of a small model was 1.2-1.3x "
                                          "faster (benchmarks/bench_translation_step.py)."})
     mixed_precision: Literal["no", "fp16", "bf16"] | None = field(
         default=None, metadata={"help": "Mixed precision; default: what accelerate config chose."})
