@@ -9,7 +9,9 @@ the *commands* decide what reaches the terminal, through this module:
 * :func:`progress_bars` — with ``show_progress=False`` no bar at all: neither crop-hf's own nor
   those of ``transformers`` ("Loading weights"), ``datasets`` ("Generating", "Saving the
   dataset", "Map") or ``huggingface_hub`` (downloads). Other processes than the main one never
-  show bars.
+  show bars. A long run's command (``synthesize``, ``translate-align``) passes ``own_only=True``:
+  its own per-language bar stays, but the ``datasets`` bars and info lines its merges would
+  print are off.
 
 Importing this module loads nothing heavy; ``transformers``/``datasets`` are switched only
 when already imported or installed.
@@ -85,11 +87,42 @@ def setup_logging(level: int = logging.INFO, fmt: str = LOG_FORMAT) -> None:
 
 
 @contextlib.contextmanager
-def progress_bars(show: bool = True) -> Iterator[None]:
-    """Inside: every library's progress bars off unless ``show`` (and this is the main process); restored after."""
-    if show and is_main_process():
+def progress_bars(show: bool = True, *, own_only: bool = False) -> Iterator[None]:
+    """Inside: every library's progress bars off unless ``show`` (and this is the main process); restored after.
+
+    ``own_only``: even when shown, ``datasets``' bars ("Generating", "Saving the dataset") are off
+    and its verbosity is ERROR, so a long run's output is its own bar and its lines only.
+    """
+    with _datasets_quiet() if own_only else contextlib.nullcontext():
+        if show and is_main_process():
+            yield
+            return
+        with _every_bar_off():
+            yield
+
+
+@contextlib.contextmanager
+def _datasets_quiet() -> Iterator[None]:
+    try:
+        import datasets
+        from datasets.utils import logging as datasets_logging
+    except ImportError:
         yield
         return
+    was_disabled = datasets.are_progress_bars_disabled()
+    verbosity = datasets_logging.get_verbosity()
+    datasets.disable_progress_bars()
+    datasets_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        datasets_logging.set_verbosity(verbosity)
+        if not was_disabled:
+            datasets.enable_progress_bars()
+
+
+@contextlib.contextmanager
+def _every_bar_off() -> Iterator[None]:
     switches = []
     with contextlib.suppress(ImportError):
         from transformers.utils import logging as transformers_logging

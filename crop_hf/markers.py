@@ -45,6 +45,7 @@ from typing import Any, ClassVar, NamedTuple
 
 __all__ = [
     "MARKER_STYLES",
+    "SLOT_FAILURE_REASONS",
     "BracketMarkers",
     "Entity",
     "Extraction",
@@ -73,7 +74,8 @@ UNBALANCED = "unbalanced"  # an untyped opening marker without closing one, or t
 AMBIGUOUS = "ambiguous"  # an untyped span whose label cannot be decided
 UNMATCHED = "unmatched"  # an untyped span that matches no source entity
 
-REASONS: tuple[str, ...] = (
+#: Every reason a :class:`SlotFailure` can give, in the order above.
+SLOT_FAILURE_REASONS: tuple[str, ...] = (
     MISSING, UNPAIRED, DUPLICATED, UNKNOWN, GARBLED, EMPTY, CROSSING, NESTED, ENCLOSES_MARKER,
     UNBALANCED, AMBIGUOUS, UNMATCHED,
 )

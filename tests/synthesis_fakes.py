@@ -187,6 +187,18 @@ class RecordingAligner(FakeAligner):
         return super().align(sources, targets)
 
 
+class FakeState:
+    """Accelerate's ``PartialState`` as the shard engine uses it: process ``index`` of ``count``, barriers that pass."""
+
+    def __init__(self, index: int, count: int) -> None:
+        self.process_index, self.num_processes = index, count
+        self.is_main_process = index == 0
+        self.device = "cpu"
+
+    def wait_for_everyone(self) -> None:
+        pass
+
+
 def fake_models(delay: float = 0.0) -> SynthesisModels:
     return SynthesisModels(translator=FakeTranslator(delay), tagger=FakeTagger(), labels=CONLL_LABELS,
                            aligner=FakeAligner())

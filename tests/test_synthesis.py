@@ -28,9 +28,15 @@ from synthesis_fakes import (
 
 from crop_hf.cli import main
 from crop_hf.commands.self_train import RULE_MEANINGS
-from crop_hf.synthesis import REASONS, LanguageIdFilter, SynthesisConfig, SynthesisRunner, synthesize
+from crop_hf.engine.shards import ShardStore
+from crop_hf.synthesis import (
+    SYNTHESIS_REASONS,
+    LanguageIdFilter,
+    SynthesisConfig,
+    SynthesisRunner,
+    synthesize,
+)
 from crop_hf.synthesis.inputs import UndecodableLine, iter_raw_sentences, shards_of
-from crop_hf.synthesis.shards import ShardStore
 from crop_hf.synthesis.stages import process_shard
 
 FAKES = Path(__file__).with_name("synthesis_fakes.py")
@@ -249,7 +255,7 @@ def test_rerun_skips_finished_shards_and_changed_arguments_start_afresh(raw_dir,
     assert "resumed" not in first.report()
 
     again = fake_models()
-    with caplog.at_level(logging.INFO, logger="crop_hf.synthesis.runner"):
+    with caplog.at_level(logging.INFO, logger="crop_hf.engine.shards"):
         second = synthesize(fake_config(template, output), models=again)
     assert again.translator.calls == 0
     assert load(Path(output)) == before
@@ -426,7 +432,7 @@ def test_demo_runs_every_stage_offline_and_says_it_is_a_smoke_run(tmp_path, caps
     assert "SMOKE RUN" in printed and "meaningless" in printed
     statistics = json.loads((tmp_path / "synthesis" / "statistics.json").read_text())["de"]
     assert statistics["input"] == 10  # the bundled German sample sentences
-    assert statistics["kept"] + sum(statistics[r] for r in REASONS) == 10
+    assert statistics["kept"] + sum(statistics[r] for r in SYNTHESIS_REASONS) == 10
     assert "| de | 10 |" in (tmp_path / "synthesis" / "README.md").read_text()
     discarded = datasets.load_from_disk(str(tmp_path / "synthesis" / "discarded"))["de"]
     assert all(row["source_translation"] for row in discarded)  # the models really ran
@@ -444,6 +450,7 @@ def test_synthesize_help_lists_the_options_a_user_needs(capsys):
 
 def test_self_training_reads_what_synthesis_writes(raw_dir, tmp_path, tiny_xlmr_ner, capsys):
     result = synthesize(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out")), models=fake_models())
+    capsys.readouterr()  # what the library call showed: only the command's bars are under test
     code = main(["self-train", "--kept", str(result.dataset_path), "--discarded", str(result.discarded_path),
                  "--source_model", str(tiny_xlmr_ner), "--model_name_or_path", str(tiny_xlmr_ner),
                  "--output_dir", str(tmp_path / "self-trained"), "--max_train_steps", "2", "--no_show_progress"])
@@ -483,7 +490,7 @@ def test_tagger_entities_become_trimmed_non_overlapping_character_spans():
 
 
 def test_a_refused_batch_is_retried_record_by_record_and_other_errors_propagate(caplog):
-    from crop_hf.synthesis.stages import _each_or_none
+    from crop_hf.synthesis.stages import each_or_none
 
     calls = []
 
@@ -493,18 +500,18 @@ def test_a_refused_batch_is_retried_record_by_record_and_other_errors_propagate(
             raise ValueError("cannot mark 'bad'")
         return [item.upper() for item in items]
 
-    assert _each_or_none(call, ["a", "bad", "c"]) == ["A", None, "C"]
+    assert each_or_none(call, ["a", "bad", "c"]) == ["A", None, "C"]
     assert calls == [["a", "bad", "c"], ["a"], ["bad"], ["c"]]
     assert "a batch of 3 failed" in caplog.text and "dropping a record the pipeline refused" in caplog.text
     calls.clear()
-    assert _each_or_none(call, ["a", "c"]) == ["A", "C"] and calls == [["a", "c"]]  # one call when all is well
-    assert _each_or_none(call, []) == [] and calls == [["a", "c"]]  # no call for nothing
+    assert each_or_none(call, ["a", "c"]) == ["A", "C"] and calls == [["a", "c"]]  # one call when all is well
+    assert each_or_none(call, []) == [] and calls == [["a", "c"]]  # no call for nothing
 
     def out_of_memory(items):
         raise RuntimeError("CUDA out of memory")
 
     with pytest.raises(RuntimeError, match="out of memory"):
-        _each_or_none(out_of_memory, ["a"])
+        each_or_none(out_of_memory, ["a"])
 
 
 def shard_settings(**overrides) -> SynthesisConfig:
@@ -743,7 +750,7 @@ def test_language_filter_names_every_language_it_cannot_check_in_one_warning(cap
 def test_a_translation_longer_than_the_tagger_takes_is_refused_alone(tiny_xlmr_ner):
     from transformers import pipeline
 
-    from crop_hf.synthesis.stages import _each_or_none, _tag, tagger_token_limit
+    from crop_hf.synthesis.stages import _tag, each_or_none, tagger_token_limit
 
     tagger = pipeline("token-classification", model=str(tiny_xlmr_ner), aggregation_strategy="first", device=-1)
     limit = tagger_token_limit(tagger)
@@ -751,7 +758,7 @@ def test_a_translation_longer_than_the_tagger_takes_is_refused_alone(tiny_xlmr_n
     long = " ".join(["Gothenburg"] * limit)  # more than limit tokens with <s> and </s>
     with pytest.raises(ValueError, match=rf"^a translation of \d+ tokens is longer than the tagger takes \({limit}\)$"):
         _tag(tagger, [long], batch_size=2)
-    outputs = _each_or_none(lambda texts: _tag(tagger, texts, batch_size=2), ["I live in Gothenburg .", long])
+    outputs = each_or_none(lambda texts: _tag(tagger, texts, batch_size=2), ["I live in Gothenburg .", long])
     assert outputs[1] is None and isinstance(outputs[0], list)
     assert tagger_token_limit(object()) is None  # a stand-in without a model is not checked
 

@@ -11,7 +11,7 @@ import pytest
 
 from crop_hf.augment.inputs import ParseInput, iter_parse_inputs
 from crop_hf.augment.translate_align import (
-    REASONS,
+    TRANSLATE_ALIGN_REASONS,
     TranslateAlignConfig,
     TranslateAlignModels,
     process_batch,
@@ -116,7 +116,7 @@ def test_every_bad_input_is_dropped_with_its_reason_and_line(tmp_path):
                        "f.tsv:4": "no_translation", "f.tsv:5": "invalid_tree", "f.tsv:6": "slots_lost",
                        "f.tsv:7": "invalid_source", "f.tsv:8": "invalid_source"}
     assert all(row["detail"].startswith(row["source"]) for row in discarded)
-    assert sum(reasons.values()) == len(items) and set(reasons) <= set(REASONS)
+    assert sum(reasons.values()) == len(items) and set(reasons) <= set(TRANSLATE_ALIGN_REASONS)
     # the same slot kept when asked for: the parse keeps only what was projected, never a wrong tree
     kept, _, _ = process_batch(items[5:6], config(tmp_path, keep_incomplete=True),
                                TranslateAlignModels(translator, aligner))
@@ -182,7 +182,7 @@ def test_command_with_tiny_m2m100_and_eflomal(tmp_path, tiny_m2m100, shared_data
                  "--max_new_tokens", "12", "--output_dir", str(out), "--show_progress", "false"])
     assert code == 0
     stats = json.loads((out / "statistics.json").read_text())
-    assert stats["input"] == 12 and sum(stats[r] for r in REASONS) + stats["kept"] == 12
+    assert stats["input"] == 12 and sum(stats[r] for r in TRANSLATE_ALIGN_REASONS) + stats["kept"] == 12
     kept = datasets.load_from_disk(str(out / "dataset"))["train"]
     for row in kept:  # random weights translate badly, but every kept parse is a valid tree of its tokens
         assert to_flat(parse(row["parse"])).tokens == row["tokens"]
@@ -238,25 +238,17 @@ def test_tsv_run_reports_bad_lines_by_file_and_line(tmp_path):
     assert "never closed" in dropped["detail"][0] and "not valid UTF-8" in dropped["detail"][2]
 
 
-class _FakeState:
-    def __init__(self, index: int, count: int) -> None:
-        self.process_index, self.num_processes = index, count
-        self.is_main_process = index == 0
-        self.device = "cpu"
-
-    def wait_for_everyone(self) -> None:
-        pass
-
-
 def test_processes_split_shards_k_mod_n(tmp_path, monkeypatch):
-    import crop_hf.synthesis.runner as runner
+    from synthesis_fakes import FakeState
+
+    import crop_hf.engine.shards as shards
 
     parses = [f"[IN:CREATE_CALL call [SL:CONTACT n{i} ] ]" for i in range(7)]
     dataset = datasets.Dataset.from_dict({"parse": parses})
     cfg = config(tmp_path, shard_size=2)
     translators = []
     for index in (1, 0):  # the second process first: the main one merges what both wrote
-        monkeypatch.setattr(runner, "_state", lambda index=index: _FakeState(index, 2))
+        monkeypatch.setattr(shards, "process_state", lambda index=index: FakeState(index, 2))
         translators.append(DictTranslator())
         result = translate_align(cfg, TranslateAlignModels(translators[-1], TableAligner()), inputs=dataset)
     assert translators[0].calls == ["call n2", "call n3", "call n6"]  # shards 1 and 3

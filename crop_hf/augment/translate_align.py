@@ -15,10 +15,11 @@ its ``en_*`` columns, ``cstop``/``top``, or a ``datasets.Dataset``):
    (:func:`crop_hf.seqlogical.from_flat`), checked to round-trip through
    :func:`crop_hf.seqlogical.parse`.
 
-Every input is either kept or dropped with one reason, counted (:data:`REASONS`); a dropped row
-keeps where it came from (``file:line`` or ``split:row``) and why. Shards are written atomically
-and a rerun resumes (:class:`~crop_hf.synthesis.shards.ShardStore`); several processes
-(``accelerate launch``) share the shards as in ``crop-hf synthesize``.
+Every input is either kept (an :class:`AlignedParse`) or dropped with one reason (a
+:class:`DroppedParse`), counted (:data:`TRANSLATE_ALIGN_REASONS`); a dropped row keeps where it
+came from (``file:line`` or ``split:row``) and why. Shards are written atomically and a rerun
+resumes; several processes (``accelerate launch``) share the shards as in ``crop-hf synthesize``
+(:func:`crop_hf.engine.shards.run_sharded`).
 """
 
 from __future__ import annotations
@@ -28,23 +29,24 @@ import logging
 import shlex
 import sys
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from crop_hf.augment.inputs import BadParse, ParseInput, iter_parse_inputs, read_parse
+from crop_hf.engine.shards import row_descriptions, row_features
 from crop_hf.labels import Span, spans_to_tags, tags_to_spans
 from crop_hf.seqlogical import from_flat, parse, to_flat
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["REASONS", "TranslateAlignConfig", "TranslateAlignModels", "TranslateAlignResult",
-           "process_batch", "translate_align"]
+__all__ = ["TRANSLATE_ALIGN_REASONS", "AlignedParse", "DroppedParse", "TranslateAlignConfig", "TranslateAlignModels",
+           "TranslateAlignResult", "process_batch", "translate_align"]
 
 #: Why an English parse gives no target parse (first reason wins), in funnel order.
-REASONS: dict[str, str] = {
+TRANSLATE_ALIGN_REASONS: dict[str, str] = {
     "invalid_source": "the English parse is not a valid bracket parse (or has an empty slot)",
     "nested_source": "a slot of the English parse holds a nested intent (its slots cannot be projected)",
     "empty_utterance": "the English utterance is empty",
@@ -55,23 +57,43 @@ REASONS: dict[str, str] = {
 }
 
 #: The counts of a run: inputs read, parses kept, and one count per reason.
-STATISTICS_COLUMNS: tuple[str, ...] = ("input", "kept", *REASONS)
+STATISTICS_COLUMNS: tuple[str, ...] = ("input", "kept", *TRANSLATE_ALIGN_REASONS)
 
-FEATURES: dict[str, str] = {
-    "id": "the row's number",
-    "utterance": "the translation",
-    "tokens": "the target tokens (the words of `parse`)",
-    "intent": "the intent name",
-    "slot_tags": "IOB2 slot tags over `tokens`",
-    "parse": "the target-language bracket parse",
-    "domain": "the domain of the English record, when it had one",
-    "lang": "the target language",
-    "source_utterance": "the English utterance that was translated",
-    "source_parse": "the English parse",
-    "source": "where the English parse came from (`file:line` or `split:row`)",
-    "projection_status": "what became of each English slot (`projected`, `split`, ...)",
-    "method": "the projection method",
-}
+
+
+@dataclass
+class AlignedParse:
+    """A target-language parse made from an English one (a row of ``dataset/``, which adds ``id`` first)."""
+
+    utterance: str = field(metadata={"help": "the translation"})
+    tokens: list[str] = field(metadata={"help": "the target tokens (the words of `parse`)"})
+    intent: str = field(metadata={"help": "the intent name"})
+    slot_tags: list[str] = field(metadata={"help": "IOB2 slot tags over `tokens`"})
+    parse: str = field(metadata={"help": "the target-language bracket parse"})
+    domain: str = field(metadata={"help": "the domain of the English record, when it had one"})
+    lang: str = field(metadata={"help": "the target language"})
+    source_utterance: str = field(metadata={"help": "the English utterance that was translated"})
+    source_parse: str = field(metadata={"help": "the English parse"})
+    source: str = field(metadata={"help": "where the English parse came from (`file:line` or `split:row`)"})
+    projection_status: list[str] = field(metadata={"help": "what became of each English slot (`projected`, "
+                                                           "`split`, ...)"})
+    method: str = field(metadata={"help": "the projection method"})
+
+
+@dataclass
+class DroppedParse:
+    """An English parse that gave no target parse, and why (a row of ``discarded/``)."""
+
+    source: str = field(metadata={"help": "where the English parse came from (`file:line` or `split:row`)"})
+    source_parse: str = field(metadata={"help": "the English parse as read"})
+    source_utterance: str = field(metadata={"help": "the English utterance"})
+    translation: str = field(metadata={"help": "the translation, when there was one"})
+    reason: str = field(metadata={"help": "why it was dropped (:data:`TRANSLATE_ALIGN_REASONS`)"})
+    detail: str = field(metadata={"help": "where and what exactly went wrong"})
+
+
+#: The columns of ``dataset/`` and what they hold (the dataset card lists them): ``id``, then :class:`AlignedParse`.
+FEATURES: dict[str, str] = {"id": "the row's number", **row_descriptions(AlignedParse)}
 
 
 @dataclass
@@ -153,7 +175,7 @@ def process_batch(
     """Translate, align and project one batch; returns ``(kept rows, discarded rows, reason counts)``."""
     from crop_hf.projection import tokenize_target
     from crop_hf.projection.methods import ProjectionExample, project_examples
-    from crop_hf.synthesis.stages import _each_or_none
+    from crop_hf.synthesis.stages import each_or_none
 
     records: list[dict] = []
     for item in items:
@@ -173,7 +195,7 @@ def process_batch(
     alive = [r for r in records if r["reason"] is None]
     translate = partial(models.translator, src_lang=config.src_lang, tgt_lang=config.tgt_lang,
                         num_return_sequences=1, num_beams=config.num_beams, max_new_tokens=config.max_new_tokens)
-    for record, output in zip(alive, _each_or_none(translate, [r["utterance"] for r in alive]), strict=True):
+    for record, output in zip(alive, each_or_none(translate, [r["utterance"] for r in alive]), strict=True):
         translation = (output or {}).get("translation") or ""
         record["translation"] = translation.strip()
         if not record["translation"]:
@@ -201,17 +223,17 @@ def process_batch(
         if tree_text is None:
             drop(record, "invalid_tree", f"tokens {result.tokens} cannot be written as a parse")
             continue
-        record["row"] = {
-            "utterance": record["translation"], "tokens": list(result.tokens), "intent": record["flat"].intent,
-            "slot_tags": spans_to_tags(slots, len(result.tokens)), "parse": tree_text,
-            "domain": record["item"].domain or "", "lang": config.tgt_lang,
-            "source_utterance": record["utterance"], "source_parse": str(parse(record["item"].parse)),
-            "source": record["item"].where, "projection_status": statuses, "method": config.method,
-        }
-        kept.append(record["row"])
+        kept.append(asdict(AlignedParse(
+            utterance=record["translation"], tokens=list(result.tokens), intent=record["flat"].intent,
+            slot_tags=spans_to_tags(slots, len(result.tokens)), parse=tree_text,
+            domain=record["item"].domain or "", lang=config.tgt_lang,
+            source_utterance=record["utterance"], source_parse=str(parse(record["item"].parse)),
+            source=record["item"].where, projection_status=statuses, method=config.method,
+        )))
 
-    discarded = [{"source": r["item"].where, "source_parse": r["item"].parse, "source_utterance": r["utterance"],
-                  "translation": r["translation"], "reason": r["reason"], "detail": r["detail"]}
+    discarded = [asdict(DroppedParse(source=r["item"].where, source_parse=r["item"].parse,
+                                     source_utterance=r["utterance"], translation=r["translation"],
+                                     reason=r["reason"], detail=r["detail"]))
                  for r in records if r["reason"] is not None]
     for row in discarded:
         logger.info("dropped (%s) %s", row["reason"], row["detail"])
@@ -236,6 +258,8 @@ class TranslateAlignResult:
 
     output_dir: Path
     statistics: dict[str, int] = field(default_factory=dict)
+    #: the finished shards of this process a resumed run skipped
+    skipped_shards: int = 0
 
     def table(self) -> str:
         from crop_hf.tables import format_table
@@ -248,95 +272,70 @@ class TranslateAlignResult:
                 f"\ncard: {out / 'README.md'}")
 
 
-def _shards(items: Iterable[ParseInput], size: int):
-    from crop_hf.synthesis.inputs import shards_of
-
-    return shards_of(items, size)
-
-
 def translate_align(config: TranslateAlignConfig, models: TranslateAlignModels | None = None,
                     inputs: Any = None) -> TranslateAlignResult:
     """Run translate-and-align over ``config.input`` (or the in-memory ``inputs``: a ``Dataset``,
     ``DatasetDict`` or list of :class:`ParseInput`), resuming finished shards; the main process merges.
 
     Several processes (``accelerate launch``) split the shards: shard ``k`` belongs to process
-    ``k % num_processes`` (:func:`crop_hf.synthesis.runner.run_shards`).
+    ``k % num_processes`` (:func:`crop_hf.engine.shards.run_sharded`).
     """
     import itertools
 
+    from crop_hf.engine.shards import ShardStore, describe_inputs, process_state, run_sharded
     from crop_hf.synthesis.filters import LanguageIdFilter
-    from crop_hf.synthesis.runner import _describe, _own_progress_only, _progress, _state, run_shards
-    from crop_hf.synthesis.shards import ShardStore
+    from crop_hf.synthesis.inputs import shards_of
 
-    store = ShardStore(config.output_dir, {**config.result_arguments(), "inputs": _describe(inputs),
+    store = ShardStore(config.output_dir, {**config.result_arguments(), "inputs": describe_inputs(inputs),
                                            "recipe": "translate-align"})
-    with _own_progress_only():
-        state = _state()
-        if state.is_main_process:
-            store.prepare()
-        state.wait_for_everyone()
+    loaded: dict[str, Any] = {}
+
+    def shards(lang: str):
         source = inputs if inputs is not None else config.input
         items = source if isinstance(source, list) else iter_parse_inputs(
             source, split=config.split, parse_column=config.parse_column, utterance_column=config.utterance_column)
-        items = itertools.islice(items, config.max_examples)
-        loaded: dict[str, Any] = {}
+        return shards_of(itertools.islice(items, config.max_examples), config.shard_size)
 
-        def process(index: int, batch: list[ParseInput]) -> tuple[list[dict], list[dict], dict]:
-            if "models" not in loaded:
-                loaded["models"] = models or TranslateAlignModels.load(config, device=config.device or state.device)
-                loaded["filter"] = (LanguageIdFilter([config.src_lang, config.tgt_lang])
-                                    if config.language_filter else None)
-            kept, discarded, reasons = process_batch(batch, config, loaded["models"], loaded["filter"])
-            logger.info("shard %d: %d of %d kept", index, len(kept), len(batch))
-            return kept, discarded, dict(reasons)
+    def process(lang: str, index: int, batch: list[ParseInput], status) -> tuple[list[dict], list[dict], dict]:
+        if "models" not in loaded:  # loaded on first use: a finished run never loads them
+            loaded["models"] = models or TranslateAlignModels.load(config, device=config.device or
+                                                                   process_state().device)
+            loaded["filter"] = (LanguageIdFilter([config.src_lang, config.tgt_lang])
+                                if config.language_filter else None)
+        kept, discarded, reasons = process_batch(batch, config, loaded["models"], loaded["filter"])
+        logger.info("shard %d: %d of %d kept", index, len(kept), len(batch))
+        return kept, discarded, dict(reasons)
 
-        progress = _progress(config.show_progress and state.is_main_process, config.tgt_lang)
-        run_shards(store, config.tgt_lang, _shards(items, config.shard_size), process, state, progress)
-        progress.close()
-        state.wait_for_everyone()
-        result = TranslateAlignResult(Path(config.output_dir))
-        if state.is_main_process:
-            result = _merge(config, store)
-        state.wait_for_everyone()
+    run = run_sharded(store, [config.tgt_lang], shards, process, partial(_merge, config, store),
+                      show_progress=config.show_progress, description="translate-align", unit="parse")
+    result = run.merged if run.merged is not None else TranslateAlignResult(Path(config.output_dir))
+    result.skipped_shards = run.skipped[config.tgt_lang]
     return result
 
 
-def _features():
+def _kept_features():
     import datasets
 
-    string, strings = datasets.Value("string"), datasets.List(datasets.Value("string"))
-    return datasets.Features({
-        "id": string, "utterance": string, "tokens": strings, "intent": string, "slot_tags": strings,
-        "parse": string, "domain": string, "lang": string, "source_utterance": string, "source_parse": string,
-        "source": string, "projection_status": strings, "method": string})
-
-
-def _discarded_features():
-    import datasets
-
-    return datasets.Features({name: datasets.Value("string") for name in
-                              ("source", "source_parse", "source_utterance", "translation", "reason", "detail")})
+    return datasets.Features({"id": datasets.Value("string"), **row_features(AlignedParse)})
 
 
 def _merge(config: TranslateAlignConfig, store) -> TranslateAlignResult:
     import datasets
 
+    from crop_hf.engine.shards import atomic_write_bytes, merge_shards, save_dataset_dict, shard_statistics
     from crop_hf.hub import augmentation_card
-    from crop_hf.synthesis.runner import _dataset, _save_atomically
-    from crop_hf.synthesis.shards import atomic_write_bytes
 
     output = Path(config.output_dir)
     finished = list(store.finished(config.tgt_lang))
-    counts: Counter = Counter()
-    for _, _, stats in finished:
-        counts.update(stats)
-    statistics = {column: counts[column] for column in STATISTICS_COLUMNS}
-    kept = _dataset(finished, True, _features_without_id())
-    kept = kept.add_column("id", [str(i) for i in range(len(kept))]).cast(_features().copy()) \
-        .select_columns(list(_features()))
-    discarded = _dataset(finished, False, _discarded_features())
-    _save_atomically(datasets.DatasetDict({"train": kept}), output / "dataset")
-    _save_atomically(datasets.DatasetDict({"train": discarded}), output / "discarded")
+    statistics = shard_statistics(finished, STATISTICS_COLUMNS)
+    features = _kept_features()
+    # Shards hold rows without ids: numbered here, in shard order, after the merge.
+    kept = merge_shards(finished, True, row_features(AlignedParse))
+    kept = kept.add_column("id", [str(i) for i in range(len(kept))]).cast(features.copy()) \
+        .select_columns(list(features))
+    discarded = merge_shards(finished, False, row_features(DroppedParse))
+    save_dataset_dict(datasets.DatasetDict({"train": kept}), output / "dataset")
+    save_dataset_dict(datasets.DatasetDict({"train": discarded}), output / "discarded")
     atomic_write_bytes(output / "statistics.json", json.dumps(statistics, indent=2).encode("utf-8"))
     card = augmentation_card(
         recipe="translate-and-align",
@@ -344,16 +343,8 @@ def _merge(config: TranslateAlignConfig, store) -> TranslateAlignResult:
                      f"aligned by eflomal (grow-diag-final-and) and the slots projected ({config.method} projection; "
                      "a discontinuous slot becomes separate slots of its type)."),
         languages=[config.tgt_lang], models={"translation": config.mt_model, "word alignment": "eflomal"},
-        counts=statistics, reasons=REASONS, features=FEATURES,
+        counts=statistics, reasons=TRANSLATE_ALIGN_REASONS, features=FEATURES,
         command_line=shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         settings=config.result_arguments(), source=config.input if isinstance(config.input, str) else None)
     atomic_write_bytes(output / "README.md", card.encode("utf-8"))
     return TranslateAlignResult(output, statistics)
-
-
-def _features_without_id():
-    import datasets
-
-    features = dict(_features())
-    features.pop("id")
-    return datasets.Features(features)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from crop_hf.console import setup_logging
+from crop_hf.console import progress_bars, setup_logging
 
 SAMPLE_LANGUAGES = ("de", "es", "nl", "zh")
 
@@ -60,6 +60,7 @@ def run(config: DemoConfig) -> int:
         mt_model=str(mt_model), ner_model=str(ner_model), num_beams=2, num_return_sequences=2,
         max_new_tokens=32, shard_size=4, show_progress=config.show_progress,
     )
-    result = synthesize(synthesis)
+    with progress_bars(config.show_progress, own_only=True):
+        result = synthesize(synthesis)
     print(result.report())
     return 0

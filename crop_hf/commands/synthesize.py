@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from crop_hf.console import setup_logging
+from crop_hf.console import progress_bars, setup_logging
 from crop_hf.synthesis.config import SynthesisConfig
 
 
@@ -36,7 +36,8 @@ def run(config: SynthesisConfig, hub: HubOptions | None = None) -> int:
 
     hub = hub or HubOptions()
     setup_logging(logging.INFO)
-    result = synthesize(config)
+    with progress_bars(config.show_progress, own_only=True):
+        result = synthesize(config)
     if result.statistics:  # the main process
         print(result.report())
         if config.report:

@@ -25,14 +25,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from crop_hf.projection.lexical import Repeated, _exact_pass, _finish, _Pass, _repeat_pass
+from crop_hf.projection.lexical import PassState, Repeated, exact_pass, finish_passes, repeat_pass
 from crop_hf.projection.result import ProjectionResult
 from crop_hf.projection.target import Normalizer, TargetSentence, Tokenization
 
 __all__ = ["project_fuzzy"]
 
 
-def _candidate_runs(state: _Pass, max_chars: int) -> list[tuple[int, int, str]]:
+def _candidate_runs(state: PassState, max_chars: int) -> list[tuple[int, int, str]]:
     """Every run of free tokens whose normalized text is at most ``max_chars`` long."""
     units, claimed = state.matcher.units, state.matcher.claimed
     runs = []
@@ -48,7 +48,7 @@ def _candidate_runs(state: _Pass, max_chars: int) -> list[tuple[int, int, str]]:
     return runs
 
 
-def _fuzzy_pass(state: _Pass, threshold: float) -> None:
+def _fuzzy_pass(state: PassState, threshold: float) -> None:
     from rapidfuzz import fuzz, process
 
     missing = [k for k in state.order if state.statuses[k] == "missing"]
@@ -99,8 +99,8 @@ def project_fuzzy(
     """
     if not 0 < threshold <= 100:
         raise ValueError(f"threshold is a similarity in (0, 100], got {threshold}")
-    state = _exact_pass(target, entities, lang, tokenization, normalizer, repeated)
+    state = exact_pass(target, entities, lang, tokenization, normalizer, repeated)
     _fuzzy_pass(state, threshold)
     if repeated == "all":
-        _repeat_pass(state)
-    return _finish(state, "fuzzy", drop_incomplete)
+        repeat_pass(state)
+    return finish_passes(state, "fuzzy", drop_incomplete)

@@ -53,7 +53,7 @@ from crop_hf.projection.target import (
     Normalizer,
     TargetSentence,
     Tokenization,
-    _character_tokens,
+    character_tokens,
     is_punctuation,
     tokenize_target,
 )
@@ -131,7 +131,7 @@ class LexicalMatcher:
         words at its edges ("« Volvo »", "哥德堡。", "Paul VI ."), which a translation may add or
         drop: a sentence that has the full form gets the full span, one without it still matches.
         """
-        pieces = _character_tokens(text)[0] if self.sentence.tokenization == "characters" else text.split()
+        pieces = character_tokens(text)[0] if self.sentence.tokenization == "characters" else text.split()
         full = "".join(self.normalizer.tokens(pieces))
         if not self.normalizer.strip_punctuation:
             return (full,)
@@ -172,8 +172,8 @@ class LexicalMatcher:
 
 
 @dataclass
-class _Pass:
-    """State shared by the exact, fuzzy and repeat passes over one sentence."""
+class PassState:
+    """State shared by the exact, fuzzy and repeat passes over one sentence (lexical and fuzzy projection)."""
 
     matcher: LexicalMatcher
     entities: list[TranslatedEntity]
@@ -185,14 +185,15 @@ class _Pass:
     complete_translation: bool
 
 
-def _exact_pass(
+def exact_pass(
     target: str | Sequence[str] | TargetSentence,
     entities: Any,
     lang: str | None,
     tokenization: Tokenization,
     normalizer: Normalizer | None,
     repeated: Repeated,
-) -> _Pass:
+) -> PassState:
+    """The first pass of lexical and fuzzy projection: each entity, longest first, matched exactly once."""
     if repeated not in {"all", "once"}:
         raise ValueError(f"repeated must be 'all' or 'once', got {repeated!r}")
     normalizer = normalizer or Normalizer()
@@ -211,10 +212,11 @@ def _exact_pass(
                 statuses[k], found_keys[k] = "found", key
                 projected.append(matcher.entity(*span, items[k].label, k, "exact"))
                 break
-    return _Pass(matcher, items, keys, found_keys, order, statuses, projected, complete_translation)
+    return PassState(matcher, items, keys, found_keys, order, statuses, projected, complete_translation)
 
 
-def _repeat_pass(state: _Pass) -> None:
+def repeat_pass(state: PassState) -> None:
+    """Label every further occurrence of each entity found (``repeated="all"``)."""
     for k in state.order:
         if state.statuses[k] != "found":
             continue
@@ -222,7 +224,8 @@ def _repeat_pass(state: _Pass) -> None:
             state.projected.append(state.matcher.entity(*span, state.entities[k].label, k, "repeat"))
 
 
-def _finish(state: _Pass, method: str, drop_incomplete: bool) -> ProjectionResult:
+def finish_passes(state: PassState, method: str, drop_incomplete: bool) -> ProjectionResult:
+    """The :class:`ProjectionResult` of the passes run on ``state``, under ``method``'s name."""
     statuses = [EntityStatus(e.text, e.label, s) for e, s in zip(state.entities, state.statuses, strict=True)]
     reason = None if state.complete_translation else "translation_incomplete"
     return ProjectionResult.build(state.matcher.sentence, state.projected, statuses, method,
@@ -251,7 +254,7 @@ def project_lexical(
         repeated: ``"all"`` also labels further occurrences of found entities; ``"once"`` does not.
         drop_incomplete: an incomplete sentence gets ``kept=False`` (CroP drops it).
     """
-    state = _exact_pass(target, entities, lang, tokenization, normalizer, repeated)
+    state = exact_pass(target, entities, lang, tokenization, normalizer, repeated)
     if repeated == "all":
-        _repeat_pass(state)
-    return _finish(state, "lexical", drop_incomplete)
+        repeat_pass(state)
+    return finish_passes(state, "lexical", drop_incomplete)

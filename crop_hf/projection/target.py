@@ -177,7 +177,12 @@ def _word_tokens(text: str) -> tuple[list[str], list[tuple[int, int]]]:
     return tokens, offsets
 
 
-def _character_tokens(text: str) -> tuple[list[str], list[tuple[int, int]]]:
+def character_tokens(text: str) -> tuple[list[str], list[tuple[int, int]]]:
+    """``(tokens, character offsets)`` of ``text`` split into characters (combining marks stay on theirs), no spaces.
+
+    >>> character_tokens("東京 へ")
+    (['東', '京', 'へ'], [(0, 1), (1, 2), (3, 4)])
+    """
     tokens: list[str] = []
     offsets: list[tuple[int, int]] = []
     for i, ch in enumerate(text):
@@ -216,7 +221,7 @@ def tokenize_target(
         return TargetSentence(tokens, "given")
     if tokenization == "auto":
         tokenization = "characters" if uses_characters(target, lang) else "words"
-    split = {"characters": _character_tokens, "words": _word_tokens, "whitespace": _whitespace_tokens}[tokenization]
+    split = {"characters": character_tokens, "words": _word_tokens, "whitespace": _whitespace_tokens}[tokenization]
     tokens, offsets = split(target)
     return TargetSentence(tokens, tokenization, target, offsets)
 

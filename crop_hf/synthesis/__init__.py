@@ -11,12 +11,12 @@ processes, :mod:`crop_hf.synthesis.stages` for what happens to each sentence and
 """
 
 from crop_hf.synthesis.config import SynthesisConfig
-from crop_hf.synthesis.filters import REASONS, LanguageIdFilter
+from crop_hf.synthesis.filters import SYNTHESIS_REASONS, LanguageIdFilter
 from crop_hf.synthesis.runner import SynthesisResult, SynthesisRunner, synthesize
 from crop_hf.synthesis.stages import SynthesisModels
 
 __all__ = [
-    "REASONS",
+    "SYNTHESIS_REASONS",
     "LanguageIdFilter",
     "SynthesisConfig",
     "SynthesisModels",

@@ -31,9 +31,10 @@ from collections.abc import Iterable
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["REASONS", "STATISTICS_COLUMNS", "LanguageIdFilter"]
+__all__ = ["STATISTICS_COLUMNS", "SYNTHESIS_REASONS", "LanguageIdFilter"]
 
-REASONS: tuple[str, ...] = (
+#: Why synthesis drops a sentence (the table above), in the order the statistics list them.
+SYNTHESIS_REASONS: tuple[str, ...] = (
     "undecodable",
     "wrong_language_source",
     "wrong_language_target",
@@ -46,7 +47,7 @@ REASONS: tuple[str, ...] = (
 )
 
 #: The counts a run reports per language: sentences read, kept, and dropped per reason.
-STATISTICS_COLUMNS: tuple[str, ...] = ("input", "kept", *REASONS)
+STATISTICS_COLUMNS: tuple[str, ...] = ("input", "kept", *SYNTHESIS_REASONS)
 
 
 class LanguageIdFilter:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any
 
@@ -29,10 +29,11 @@ from crop_hf.projection.methods import ProjectionExample, get_method, project_ex
 from crop_hf.synthesis.config import SynthesisConfig
 from crop_hf.synthesis.filters import LanguageIdFilter
 from crop_hf.synthesis.inputs import UndecodableLine
+from crop_hf.synthesis.rows import DiscardedSentence, KeptSentence
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SynthesisModels", "process_shard"]
+__all__ = ["SynthesisModels", "each_or_none", "process_shard"]
 
 
 @dataclass
@@ -202,15 +203,17 @@ def _tag(tagger: Any, texts: list[str], batch_size: int) -> list:
 
 def _apply(call: Callable[[list], list], records: list[dict], inputs: list, drop) -> Iterator[tuple[dict, Any]]:
     """``(record, output)`` for each record the stage handled; the others are dropped as ``pipeline_error``."""
-    for record, output in zip(records, _each_or_none(call, inputs), strict=True):
+    for record, output in zip(records, each_or_none(call, inputs), strict=True):
         if output is None:
             drop(record, "pipeline_error")
         else:
             yield record, output
 
 
-def _each_or_none(call: Callable[[list], list], items: list) -> list:
+def each_or_none(call: Callable[[list], list], items: list) -> list:
     """``call(items)``; if a record makes it raise, redo the batch one record at a time.
+
+    Every pipeline stage of a long run calls its model through this (synthesis, translate-and-align).
 
     A record the pipeline refuses (``ValueError``/``TypeError``, e.g. text it cannot mark) gets
     ``None`` and is dropped with reason ``pipeline_error`` instead of stopping the corpus run. Other
@@ -248,6 +251,7 @@ def _entity_spans(text: str, entities: list[dict]) -> list[dict]:
 
 
 def _rows(records: list[dict], labels: LabelSet) -> tuple[list[dict], list[dict], Counter]:
+    """Each record as the row it becomes (:class:`KeptSentence` or :class:`DiscardedSentence`, as a dict)."""
     from crop_hf.projection import tokenize_target
 
     kept, discarded, reasons = [], [], Counter()
@@ -257,29 +261,26 @@ def _rows(records: list[dict], labels: LabelSet) -> tuple[list[dict], list[dict]
             "source_translation": record["source_translation"],
             "labeled_translation": record["labeled_translation"],
             "back_translation": record["back_translation"],
-            # What the source NER model found, and what became of each entity: the report
-            # (crop_hf.report) compares source and target label distributions and counts failures.
             "source_labels": [entity["label"] for entity in record.get("source_entities", [])],
         }
         if record["reason"] is None:
-            kept.append({
-                "tokens": projection.tokens,
-                "ner_tags": labels.encode(projection.tags),
-                "lang": record["lang"],
+            kept.append(asdict(KeptSentence(
+                tokens=projection.tokens,
+                ner_tags=labels.encode(projection.tags),
+                lang=record["lang"],
                 **provenance,
-                "projection_status": [s.status for s in projection.statuses],
-                "tokenization": projection.tokenization,
-            })
+                projection_status=[s.status for s in projection.statuses],
+                tokenization=projection.tokenization,
+            )))
         else:
             reasons[record["reason"]] += 1
-            discarded.append({
-                "text": record["text"],
-                "tokens": projection.tokens if projection else tokenize_target(record["text"], record["lang"]).tokens,
-                # Partial labels where projection ran; None tells self-training to ask the source model.
-                "projected_tags": projection.tags if projection else None,
-                "lang": record["lang"],
-                "reason": record["reason"],
+            discarded.append(asdict(DiscardedSentence(
+                text=record["text"],
+                tokens=projection.tokens if projection else tokenize_target(record["text"], record["lang"]).tokens,
+                projected_tags=projection.tags if projection else None,
+                lang=record["lang"],
+                reason=record["reason"],
                 **provenance,
-                "projection_status": [s.status for s in projection.statuses] if projection else [],
-            })
+                projection_status=[s.status for s in projection.statuses] if projection else [],
+            )))
     return kept, discarded, reasons

@@ -13,11 +13,11 @@ from crop_hf.data.readers.io import (
     Errors,
     FormatError,
     SkippedRecords,
+    Skipper,
     Source,
-    _Skipper,
-    _undecodable,
     iter_lines,
     source_name,
+    undecodable_error,
 )
 from crop_hf.labels import (
     CONLL_LABELS,
@@ -118,7 +118,7 @@ def _to_iob2(
 class _SentenceBuffer:
     """Token lines of the sentence being read; a bad line marks the whole sentence for skipping."""
 
-    def __init__(self, name: str, skipper: _Skipper, scheme: TagScheme, label_map, label_set: LabelSet | None) -> None:
+    def __init__(self, name: str, skipper: Skipper, scheme: TagScheme, label_map, label_set: LabelSet | None) -> None:
         self.name, self.skipper = name, skipper
         self.scheme, self.label_map, self.label_set = scheme, label_map, label_set
         self.tokens: list[str] = []
@@ -138,7 +138,7 @@ class _SentenceBuffer:
     def undecodable(self, number: int, encoding: str) -> None:
         """A line of the sentence could not be decoded: the sentence is broken (once)."""
         if self.broken is None:
-            self.fail(_undecodable(self.name, number, encoding))
+            self.fail(undecodable_error(self.name, number, encoding))
 
     def flush(self) -> TaggedSentence | None:
         """The finished sentence (``None`` for none or a skipped one); the buffer starts afresh."""
@@ -185,7 +185,7 @@ def read_conll(
     has 2-column lines among 3-column ones): only the range is checked.
     """
     name = source_name(source)
-    skipper = _Skipper(name, errors, skipped)
+    skipper = Skipper(name, errors, skipped)
     buffer = _SentenceBuffer(name, skipper, scheme, label_map, label_set)
     columns = f"{min_columns}" if min_columns == max_columns else f"{min_columns} to {max_columns}"
     for number, text in iter_lines(source, encoding):
@@ -257,7 +257,7 @@ def read_conllu_ner(
     passed over. Types map with :data:`NORNE_TYPE_MAP` unless ``label_map`` says otherwise.
     """
     name = source_name(source)
-    skipper = _Skipper(name, errors, skipped)
+    skipper = Skipper(name, errors, skipped)
     buffer = _SentenceBuffer(name, skipper, "IOB2", label_map, label_set)
     prefix = f"{misc_key}="
     for number, text in iter_lines(source, "utf-8"):
@@ -304,7 +304,7 @@ def read_panx(
     only the last tab the tag, so a token may hold a tab.
     """
     name = source_name(source)
-    skipper = _Skipper(name, errors, skipped)
+    skipper = Skipper(name, errors, skipped)
     buffer = _SentenceBuffer(name, skipper, "IOB2", None, label_set)
     for number, text in iter_lines(source, "utf-8"):
         if text is None:

@@ -128,11 +128,12 @@ def _decode_lines(handle: BinaryIO, encoding: str) -> Iterator[tuple[int, str | 
         yield number, text
 
 
-def _undecodable(name: str, number: int, encoding: str) -> FormatError:
+def undecodable_error(name: str, number: int, encoding: str) -> FormatError:
+    """The error of line ``number`` of ``name``, which is not valid ``encoding`` (every reader words it alike)."""
     return FormatError(name, number, f"text in {encoding}", reason="encoding")
 
 
-class _Skipper:
+class Skipper:
     """Raises or counts a :class:`FormatError` according to ``errors``; logs the total at the end."""
 
     def __init__(self, name: str, errors: Errors, skipped: SkippedRecords | None) -> None:
@@ -144,6 +145,7 @@ class _Skipper:
         self.start_total = self.skipped.total
 
     def handle(self, error: FormatError) -> None:
+        """Raise ``error`` (``errors="strict"``) or count it and go on (``"skip"``)."""
         if self.errors == "strict":
             raise error
         self.skipped.add(error)

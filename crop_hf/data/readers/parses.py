@@ -12,11 +12,11 @@ from crop_hf.data.readers.io import (
     Errors,
     FormatError,
     SkippedRecords,
+    Skipper,
     Source,
-    _Skipper,
-    _undecodable,
     iter_lines,
     source_name,
+    undecodable_error,
 )
 from crop_hf.labels import Span, spans_to_tags
 from crop_hf.seqlogical import ParseError, Tree, TreeTooDeepError, flatten_top_level, parse, to_flat
@@ -160,13 +160,13 @@ def read_semantic_parses(
     if nested not in ("flatten", "skip", "error"):
         raise ValueError(f"nested must be 'flatten', 'skip' or 'error', got {nested!r}")
     name = source_name(source)
-    skipper = _Skipper(name, errors, skipped)
+    skipper = Skipper(name, errors, skipped)
     layout: _Layout | None = None
     header: list[str] | None = None
     first = True  # only the first non-empty line may be a header
     for number, text in iter_lines(source, "utf-8"):
         if text is None:
-            skipper.handle(_undecodable(name, number, "UTF-8"))
+            skipper.handle(undecodable_error(name, number, "UTF-8"))
             continue
         if not text.strip():
             continue

@@ -1,0 +1,70 @@
+"""The rows a synthesis run writes: :class:`KeptSentence` in ``dataset/``, :class:`DiscardedSentence` in ``discarded/``.
+
+Each row type is the one place its columns are declared: their order, their types (hence the
+``datasets.Features`` of the merged datasets, :func:`kept_features` and
+:func:`discarded_features`) and what each column means (:func:`~crop_hf.engine.shards.row_descriptions`).
+Shards store rows as ``dataclasses.asdict`` of these types, so a field renamed here is a new
+column on disk: a run written before would no longer merge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from crop_hf.engine.shards import row_features
+
+__all__ = ["DiscardedSentence", "KeptSentence", "discarded_features", "kept_features"]
+
+
+@dataclass
+class KeptSentence:
+    """A raw target sentence with projected labels (a row of ``dataset/``)."""
+
+    tokens: list[str] = field(metadata={"help": "the raw sentence's tokens (characters for languages written "
+                                                "without spaces, words with punctuation split off otherwise)"})
+    ner_tags: list[int] = field(metadata={"help": "IOB2 tags as class ids of the NER model's label set"})
+    lang: str = field(metadata={"help": "the target language"})
+    source_translation: str = field(metadata={"help": "the sentence translated into the source language"})
+    labeled_translation: str = field(metadata={"help": "the back-translation with boundary markers"})
+    back_translation: str = field(metadata={"help": "the back-translation without markers"})
+    # What the source NER model found, and what became of each entity: the report
+    # (crop_hf.report) compares source and target label distributions and counts failures.
+    source_labels: list[str] = field(metadata={"help": "the type of each entity the source NER model found in "
+                                                       "the translation"})
+    projection_status: list[str] = field(metadata={"help": "what became of each translated entity"})
+    tokenization: str = field(metadata={"help": "how the raw sentence was tokenized"})
+
+
+@dataclass
+class DiscardedSentence:
+    """A raw target sentence a filter dropped, with what the stages produced (a row of ``discarded/``).
+
+    Its ``tokens``, ``lang`` and ``projected_tags`` are what :func:`crop_hf.self_training.self_train` reads.
+    """
+
+    text: str = field(metadata={"help": "the raw sentence"})
+    tokens: list[str] = field(metadata={"help": "its tokens"})
+    # None where projection never ran: self-training then asks the source model.
+    projected_tags: list[str] | None = field(metadata={"help": "the tags projection gave (partial), if it ran"})
+    lang: str = field(metadata={"help": "the target language"})
+    reason: str = field(metadata={"help": "why it was dropped (the first filter that failed)"})
+    source_translation: str = field(metadata={"help": "the sentence translated into the source language"})
+    labeled_translation: str = field(metadata={"help": "the back-translation with boundary markers"})
+    back_translation: str = field(metadata={"help": "the back-translation without markers"})
+    source_labels: list[str] = field(metadata={"help": "the type of each entity the source NER model found in "
+                                                       "the translation"})
+    projection_status: list[str] = field(metadata={"help": "what became of each translated entity"})
+
+
+def kept_features(label_names: Sequence[str]) -> Any:
+    """The ``datasets.Features`` of :class:`KeptSentence`, ``ner_tags`` as ``ClassLabel`` over ``label_names``."""
+    from crop_hf.data.features import ner_features
+
+    return row_features(KeptSentence, {"ner_tags": ner_features(label_names)["ner_tags"]})
+
+
+def discarded_features() -> Any:
+    """The ``datasets.Features`` of :class:`DiscardedSentence`."""
+    return row_features(DiscardedSentence)

@@ -1,0 +1,241 @@
+"""The shard engine (crop_hf.engine.shards): runs written before it resume unchanged, processes split
+shards k % n, shards are written whole, and rows declare their own columns.
+
+``tests/fixtures/shards_v1`` was written by the code before the engine existed (synthesis with the
+fakes of ``synthesis_fakes.py`` on ``raw/{lang}.txt``; translate-and-align of ``en.tsv``), with the
+merged datasets and statistics that code produced in ``expected.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import datasets
+import pyarrow.parquet as pq
+import pytest
+from synthesis_fakes import FakeState, fake_config, fake_models
+
+from crop_hf.augment.translate_align import TranslateAlignConfig, TranslateAlignModels, translate_align
+from crop_hf.engine import shards
+from crop_hf.engine.shards import (
+    ShardStore,
+    fingerprint,
+    merge_shards,
+    row_descriptions,
+    row_features,
+    run_shards,
+    save_dataset_dict,
+    shard_statistics,
+)
+from crop_hf.synthesis import synthesize
+
+FIXTURE = Path(__file__).with_name("fixtures") / "shards_v1"
+EXPECTED = json.loads((FIXTURE / "expected.json").read_text(encoding="utf-8"))
+# What the code before the engine named these runs' shard folders: pinned, so a change to the
+# fingerprint (its arguments, their serialisation, the hash) cannot pass unnoticed.
+SYNTHESIS_FINGERPRINT = "0485917317b699e9"
+TRANSLATE_ALIGN_FINGERPRINT = "5bbcd5ae390481d5"
+
+
+def synthesis_config():
+    return fake_config("raw/{lang}.txt", "synthesis")
+
+
+def translate_align_config():
+    return TranslateAlignConfig(input="en.tsv", output_dir="translate_align", tgt_lang="es", language_filter=False,
+                                show_progress=False, shard_size=2)
+
+
+@pytest.fixture
+def old_run(tmp_path, monkeypatch):
+    """A copy of the fixture's run folders; the runs' paths are relative to it, as when it was written."""
+    shutil.copytree(FIXTURE, tmp_path, dirs_exist_ok=True)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def loaded(folder: Path) -> dict:
+    return {split: data.to_list() for split, data in datasets.load_from_disk(str(folder)).items()}
+
+
+def features(folder: Path) -> dict:
+    """Per split, the ``(column, feature)`` pairs in column order (a dict would not compare the order)."""
+    return {split: list(data.features.to_dict().items()) for split, data in datasets.load_from_disk(str(folder)).items()}
+
+
+def ordered(expected_features: dict) -> dict:
+    return {split: list(columns.items()) for split, columns in expected_features.items()}
+
+
+class Refuses:
+    """A translator for a run that must not translate anything (every shard is finished)."""
+
+    calls = 0
+
+    def __call__(self, *args, **kwargs):
+        raise AssertionError("a finished shard was processed again")
+
+
+def test_fingerprints_are_those_the_earlier_code_gave():
+    assert fingerprint(synthesis_config().result_arguments() | {"inputs": None}) == SYNTHESIS_FINGERPRINT
+    assert EXPECTED["synthesis"]["fingerprint"] == SYNTHESIS_FINGERPRINT
+    assert EXPECTED["translate_align"]["fingerprint"] == TRANSLATE_ALIGN_FINGERPRINT
+    assert fingerprint({"b": [1, "x"], "a": None}) == fingerprint({"a": None, "b": [1, "x"]})
+    assert fingerprint({"a": 1}) != fingerprint({"a": 2})
+
+
+def test_a_synthesis_run_written_before_resumes_with_every_shard_skipped(old_run):
+    expected = EXPECTED["synthesis"]
+    models = fake_models()
+    result = synthesize(synthesis_config(), models=models)
+    assert models.translator.calls == 0
+    assert result.skipped_shards == {"de": 3, "nl": 2}
+    assert result.statistics == expected["statistics"]
+    assert list((old_run / "synthesis" / "shards").iterdir()) == [old_run / "synthesis" / "shards" /
+                                                                 SYNTHESIS_FINGERPRINT]
+    assert loaded(result.dataset_path) == expected["dataset"]
+    assert loaded(result.discarded_path) == expected["discarded"]
+    assert features(result.dataset_path) == ordered(expected["features"])  # same columns, order and types
+    assert features(result.discarded_path) == ordered(expected["discarded_features"])
+
+
+def test_a_shard_redone_now_is_the_shard_the_earlier_code_wrote(old_run):
+    root = old_run / "synthesis" / "shards" / SYNTHESIS_FINGERPRINT / "de"
+    old_rows = pq.read_table(root / "00001.parquet").to_pylist()
+    old_stats = json.loads((root / "00001.json").read_text())
+    (root / "00001.json").unlink()  # as if the earlier run was killed before marking it done
+    models = fake_models()
+    result = synthesize(synthesis_config(), models=models)
+    assert models.translator.calls == 2  # one shard, two translations
+    assert result.skipped_shards == {"de": 2, "nl": 2}
+    new_rows = pq.read_table(root / "00001.parquet").to_pylist()
+    assert [row["kept"] for row in new_rows] == [row["kept"] for row in old_rows]
+    assert [json.loads(row["row"]) for row in new_rows] == [json.loads(row["row"]) for row in old_rows]
+    assert json.loads((root / "00001.json").read_text()) == old_stats
+    assert loaded(result.dataset_path) == EXPECTED["synthesis"]["dataset"]
+
+
+def test_a_translate_align_run_written_before_resumes_with_every_shard_skipped(old_run):
+    expected = EXPECTED["translate_align"]
+    result = translate_align(translate_align_config(), TranslateAlignModels(Refuses(), aligner=None))
+    assert result.skipped_shards == 3
+    assert result.statistics == expected["statistics"]
+    out = old_run / "translate_align"
+    assert [p.name for p in (out / "shards").iterdir()] == [TRANSLATE_ALIGN_FINGERPRINT]
+    assert loaded(out / "dataset") == expected["dataset"]
+    assert loaded(out / "discarded") == expected["discarded"]
+    assert features(out / "dataset") == ordered(expected["features"])
+    assert features(out / "discarded") == ordered(expected["discarded_features"])
+
+
+def numbered(count: int, size: int):
+    items = [f"s{i}" for i in range(count)]
+    return [(k, items[k * size:(k + 1) * size]) for k in range((count + size - 1) // size)]
+
+
+def keep_even(index, items):
+    kept = [{"text": item} for item in items if int(item[1:]) % 2 == 0]
+    discarded = [{"text": item, "reason": "odd"} for item in items if int(item[1:]) % 2]
+    return kept, discarded, {"odd": len(discarded)}
+
+
+def test_run_shards_gives_shard_k_to_process_k_mod_n_and_writes_each_whole(tmp_path):
+    store = ShardStore(tmp_path, {"run": 1})
+    store.prepare()
+    seen = {}
+    for index in (0, 1, 2):
+        def process(k, items, index=index):
+            seen.setdefault(index, []).append(k)
+            return keep_even(k, items)
+
+        assert run_shards(store, "xx", numbered(14, 2), process, FakeState(index, 3)) == ((2, 0) if index else (3, 0))
+    assert seen == {0: [0, 3, 6], 1: [1, 4], 2: [2, 5]}
+    assert [index for index, _, _ in store.finished("xx")] == list(range(7))
+    _, path, stats = next(store.finished("xx"))
+    assert stats == {"input": 2, "kept": 1, "odd": 1, "process_index": 0}
+    assert pq.read_table(path).to_pylist() == [{"kept": True, "row": '{"text": "s0"}'},
+                                               {"kept": False, "row": '{"text": "s1", "reason": "odd"}'}]
+    assert json.loads((store.root / "xx" / "00004.json").read_text())["process_index"] == 1
+    assert json.loads((store.root / "run.json").read_text()) == {"run": 1}
+
+    def never(k, items):
+        raise AssertionError(f"shard {k} was finished")
+
+    assert run_shards(store, "xx", numbered(14, 2), never, FakeState(1, 3)) == (2, 2)
+    finished = list(store.finished("xx"))
+    assert shard_statistics(finished, ["input", "kept", "odd", "absent"]) == {"input": 14, "kept": 7, "odd": 7,
+                                                                              "absent": 0}
+    kept = merge_shards(finished, True, datasets.Features({"text": datasets.Value("string")}))
+    assert kept["text"] == [f"s{i}" for i in range(0, 14, 2)]  # shard order, not process order
+    discarded = merge_shards(finished, False, datasets.Features({"text": datasets.Value("string"),
+                                                                 "reason": datasets.Value("string")}))
+    assert discarded["text"] == [f"s{i}" for i in range(1, 14, 2)]
+
+
+def test_run_sharded_prepares_runs_every_key_and_only_the_main_process_merges(tmp_path, monkeypatch):
+    store = ShardStore(tmp_path, {"run": 2})
+    statuses = []
+
+    def process(key, index, items, status):
+        status("tagging")
+        statuses.append((key, index))
+        return keep_even(index, items)
+
+    merged = []
+    for index in (1, 0):  # the second process first: the main one merges what both wrote
+        monkeypatch.setattr(shards, "process_state", lambda index=index: FakeState(index, 2))
+        run = shards.run_sharded(store, ["aa", "bb"], lambda key: numbered(5, 2), process,
+                                 lambda: merged.append(sorted(i for i, _, _ in store.finished("bb"))) or "done",
+                                 show_progress=False)
+        assert run.merged == ("done" if index == 0 else None)
+        assert run.shards == ({"aa": 1, "bb": 1} if index else {"aa": 2, "bb": 2})
+    assert merged == [[0, 1, 2]]
+    assert statuses == [("aa", 1), ("bb", 1), ("aa", 0), ("aa", 2), ("bb", 0), ("bb", 2)]
+    again = shards.run_sharded(store, ["aa"], lambda key: numbered(5, 2), process, lambda: None, show_progress=False)
+    assert again.skipped == {"aa": 2} and len(statuses) == 6
+
+
+def test_save_dataset_dict_keeps_an_empty_split_loadable_and_replaces_the_old_folder(tmp_path):
+    target = tmp_path / "dataset"
+    features = datasets.Features({"text": datasets.Value("string")})
+    save_dataset_dict(datasets.DatasetDict({"de": datasets.Dataset.from_dict({"text": ["a"]}, features=features)}),
+                      target)
+    empty = datasets.Dataset.from_dict({"text": []}, features=features)
+    save_dataset_dict(datasets.DatasetDict({"es": empty, "nl": datasets.Dataset.from_dict({"text": ["b"]})}), target)
+    back = datasets.load_from_disk(str(target))
+    assert set(back) == {"es", "nl"} and len(back["es"]) == 0 and back["nl"]["text"] == ["b"]
+    assert not (tmp_path / ".dataset.tmp").exists()
+
+
+def test_row_features_follow_the_dataclass_fields():
+    from dataclasses import dataclass, field
+
+    @dataclass
+    class Row:
+        text: str = field(metadata={"help": "the text"})
+        tags: list[str] | None = field(metadata={"help": "its tags"})
+        count: int = field(metadata={"help": "how many"})
+
+    built = row_features(Row, {"count": datasets.Value("int32")})
+    assert built == datasets.Features({"text": datasets.Value("string"),
+                                       "tags": datasets.List(datasets.Value("string")),
+                                       "count": datasets.Value("int32")})
+    assert list(built) == ["text", "tags", "count"]
+    assert row_descriptions(Row) == {"text": "the text", "tags": "its tags", "count": "how many"}
+    with pytest.raises(KeyError, match="no field"):
+        row_features(Row, {"missing": datasets.Value("string")})
+
+
+def test_synthesis_rows_have_the_columns_of_their_datasets():
+    from crop_hf.data.features import ner_features
+    from crop_hf.synthesis.rows import discarded_features, kept_features
+
+    labels = ["O", "B-PER", "I-PER"]
+    assert kept_features(labels) == ner_features(labels, extra={
+        "source_translation": "string", "labeled_translation": "string", "back_translation": "string",
+        "source_labels": ["string"], "projection_status": ["string"], "tokenization": "string"})
+    assert list(discarded_features()) == ["text", "tokens", "projected_tags", "lang", "reason", "source_translation",
+                                          "labeled_translation", "back_translation", "source_labels",
+                                          "projection_status"]
