@@ -136,12 +136,15 @@ def build_tiny_m2m100(
     d_model: int = 32,
     layers: int = 1,
     seed: int = 0,
+    marker_pieces: bool = True,
 ) -> Path:
     """Write a tiny M2M100 translation model and its tokenizer to ``save_dir``.
 
     The SentencePiece model is trained on ``corpus`` plus :data:`SAMPLE_CORPUS`, with the
     boundary markers ``__SLOT0__`` … ``__SLOT15__`` as user-defined pieces: each is one token, and
-    decoding keeps the spaces around it as SentencePiece restores them. All 100 M2M100 language
+    decoding keeps the spaces around it as SentencePiece restores them. ``marker_pieces=False``
+    leaves them out, as a pretrained model's vocabulary does (the pipeline and training then add
+    them, :func:`crop_hf.translation.marker_tokens.add_marker_tokens`). All 100 M2M100 language
     codes are registered as special tokens (``get_lang_id``, ``src_lang``/``tgt_lang``).
     """
     import torch
@@ -150,7 +153,7 @@ def build_tiny_m2m100(
 
     save_dir = Path(save_dir)
     save_dir.mkdir(parents=True, exist_ok=True)
-    model_bytes, processor = _train_sentencepiece(_corpus(corpus), vocab_size, SLOT_TOKENS)
+    model_bytes, processor = _train_sentencepiece(_corpus(corpus), vocab_size, SLOT_TOKENS if marker_pieces else ())
     (save_dir / "sentencepiece.bpe.model").write_bytes(model_bytes)
     # M2M100's vocab.json: fairseq's four specials first, then the SentencePiece pieces.
     vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}

@@ -52,7 +52,12 @@ def scripted_generate(tokenizer, table, calls):
     """
 
     def generate(input_ids, attention_mask=None, **kwargs):
-        calls.append({"sources": tokenizer.batch_decode(input_ids, skip_special_tokens=True), **kwargs})
+        # Markers may be special tokens (added by the pipeline): keep them, drop the other special tokens.
+        markers = {i for i, piece in enumerate(tokenizer.convert_ids_to_tokens(list(range(len(tokenizer)))))
+                   if piece and re.fullmatch(r"__SLOT\d+__", piece)}
+        drop = set(tokenizer.all_special_ids) - markers
+        sources = [tokenizer.decode([i for i in row.tolist() if i not in drop]) for row in input_ids]
+        calls.append({"sources": sources, **kwargs})
         rows = []
         returns = kwargs.get("num_return_sequences") or 1
         for source in calls[-1]["sources"]:

@@ -8,7 +8,8 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, LogitsProcessor, 
 
 import crop_hf  # noqa: F401  (registers the pipeline)
 from crop_hf.markers import mark_tokens
-from crop_hf.translation.constraints import MarkerConstraintProcessor, MarkerVocabulary
+from crop_hf.translation.constraints import MarkerConstraintProcessor
+from crop_hf.translation.marker_tokens import MarkerVocabulary
 
 RECORDS = [
     {"tokens": ["I", "live", "in", "Gothenburg", "and", "work", "for", "Volvo", "."],
@@ -100,7 +101,7 @@ def test_state_machine_rules_on_hand_written_hypotheses(tiny_m2m100):
 def test_typed_constraint_needs_single_token_markers(tiny_bart):
     tokenizer = AutoTokenizer.from_pretrained(tiny_bart)
     with pytest.raises(ValueError, match=r"slot\(s\) \[0\] of the 'crop' style are not single tokens of this "
-                       r"tokenizer; add them \(crop_hf\.translation\.training\.add_marker_tokens\) or decode "
+                       r"tokenizer; add them \(crop_hf\.translation\.marker_tokens\.add_marker_tokens\) or decode "
                        r"without constrain_markers$"):
         MarkerConstraintProcessor(MarkerVocabulary(tokenizer, "crop"), [[0]], tokenizer.eos_token_id)
 

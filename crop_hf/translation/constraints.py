@@ -30,14 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crop_hf.markers import MarkerStyle, get_marker_style
+from crop_hf.translation.marker_tokens import Event, MarkerVocabulary
 
-__all__ = ["MarkerConstraintProcessor", "MarkerVocabulary"]
+__all__ = ["MarkerConstraintProcessor"]
 
-_SPACE_PIECES = str.maketrans({"▁": " ", "Ġ": " ", "Ċ": " "})
-
-#: Signature events: ("text",), ("slot", i) for a typed marker, ("open",), ("close",), ("garbled",).
-Event = tuple
 
 
 @dataclass
@@ -50,45 +46,6 @@ class _State:
 
     def copy(self) -> _State:
         return _State(dict(self.opened), self.open_slot, self.text_since_open, self.used, self.valid)
-
-
-class MarkerVocabulary:
-    """The marker signature of every token of a tokenizer, for one marker style (built once, reused)."""
-
-    def __init__(self, tokenizer: Any, style: str | MarkerStyle | None = None) -> None:
-        self.style = get_marker_style(style)
-        pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
-        specials = set(tokenizer.all_special_ids)
-        self.signatures: dict[int, tuple[Event, ...]] = {}
-        self.text_tokens: set[int] = set()
-        for token_id, piece in enumerate(pieces):
-            if piece is None:
-                continue
-            text = str(piece).translate(_SPACE_PIECES)
-            found = self.style.find(text)
-            if found:
-                events: list[Event] = []
-                cursor = 0
-                for marker in found:
-                    if text[cursor : marker.start].strip():
-                        events.append(("text",))
-                    # a paired marker is its slot; any other kind (garbled, open, close) is just that
-                    events.append(("slot", marker.slot) if marker.kind == "paired" else (marker.kind,))
-                    cursor = marker.end
-                if text[cursor:].strip():
-                    events.append(("text",))
-                self.signatures[token_id] = tuple(events)
-            elif token_id not in specials and text.strip():
-                self.text_tokens.add(token_id)
-        if self.style.typed:
-            single = {sig[0][1] for sig in self.signatures.values() if len(sig) == 1 and sig[0][0] == "slot"}
-            self.single_token_slots = single
-        else:
-            self.single_token_slots = set()
-        # token ids grouped by signature, so each distinct signature is tested once per hypothesis
-        self.groups: dict[tuple[Event, ...], list[int]] = {}
-        for token_id, signature in self.signatures.items():
-            self.groups.setdefault(signature, []).append(token_id)
 
 
 def _apply(state: _State, events: Sequence[Event], n_slots: int, slots: frozenset[int]) -> _State:
@@ -160,7 +117,7 @@ class MarkerConstraintProcessor:
                 raise ValueError(
                     f"constrained decoding needs every marker as one token, but slot(s) {missing} of the "
                     f"{style.name!r} style are not single tokens of this tokenizer; add them "
-                    "(crop_hf.translation.training.add_marker_tokens) or decode without constrain_markers")
+                    "(crop_hf.translation.marker_tokens.add_marker_tokens) or decode without constrain_markers")
         self._marker_ids: Any = None
         self._text_ids = sorted(vocabulary.text_tokens)
 
@@ -207,7 +164,7 @@ class MarkerConstraintProcessor:
         rows = input_ids.shape[0]
         per_sentence = max(1, rows // max(1, len(self.slots)))
         if self._marker_ids is None:
-            self._marker_ids = torch.tensor(sorted(self.vocabulary.signatures), dtype=torch.long,
+            self._marker_ids = torch.tensor(self.vocabulary.marker_ids, dtype=torch.long,
                                             device=scores.device)
         # Rows with no marker token so far share one state per sentence: only scan the others.
         has_marker = torch.isin(input_ids, self._marker_ids.to(input_ids.device)).any(dim=1).tolist()

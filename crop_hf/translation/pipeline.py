@@ -86,7 +86,7 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         self.constrain_markers = constrain_markers
         self._marker_vocabulary = None
         super().__init__(*args, **kwargs)
-        self._marker_ids = self._ensure_marker_tokens(max_slots)
+        self._ensure_marker_tokens(max_slots)
         self._default_languages: LanguageSetup | None = None
         # After the markers are added: a CTranslate2 conversion must contain them.
         self.backend = make_backend(backend, self.model, self.tokenizer, compute_type=compute_type,
@@ -94,27 +94,30 @@ class LabeledSequenceTranslationPipeline(Pipeline):
 
     # --- set-up ---------------------------------------------------------------------------
 
-    def _ensure_marker_tokens(self, max_slots: int) -> set[int]:
-        """Give every marker its own token id, adding missing ones (and embedding rows).
+    def _ensure_marker_tokens(self, max_slots: int) -> None:
+        """Give every marker its own token id, adding missing ones (and embedding rows) as training does.
 
         An untrained model has never seen added markers, so it will rarely keep them: fine-tune
         it on marked parallel data first (CroP's labeled sequence translation model).
         """
-        markers = sorted({m for slot in range(max_slots) for m in self.marker_style.markers(slot)})
-        vocab = self.tokenizer.get_vocab()
-        missing = [m for m in markers if m not in vocab]
-        if missing and self.marker_style.typed:
-            self.tokenizer.add_tokens(missing)
-            embeddings = self.model.get_input_embeddings().weight.shape[0]
-            if len(self.tokenizer) > embeddings:
-                self.model.resize_token_embeddings(len(self.tokenizer))
+        from crop_hf.translation.marker_tokens import add_marker_tokens
+
+        added = add_marker_tokens(self.tokenizer, self.model, self.marker_style, max_slots)
+        if added:
             logger.warning(
                 "added %d marker tokens (%s ...) to the tokenizer and resized the embeddings; a model not "
                 "fine-tuned on marked text will not keep them, so expect incomplete records",
-                len(missing), missing[0],
+                len(added), self.tokenizer.convert_ids_to_tokens(added[0]),
             )
-        vocab = self.tokenizer.get_vocab()
-        return {vocab[m] for m in markers if m in vocab}
+
+    @property
+    def marker_vocabulary(self):
+        """The tokenizer's :class:`~crop_hf.translation.marker_tokens.MarkerVocabulary` (read on first use)."""
+        from crop_hf.translation.marker_tokens import MarkerVocabulary
+
+        if self._marker_vocabulary is None:
+            self._marker_vocabulary = MarkerVocabulary(self.tokenizer, self.marker_style)
+        return self._marker_vocabulary
 
     def _sanitize_parameters(
         self,
@@ -277,22 +280,16 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         ``marked`` that completes the markers within the length limit."""
         from transformers import LogitsProcessorList
 
-        from crop_hf.translation.constraints import MarkerConstraintProcessor, MarkerVocabulary
+        from crop_hf.translation.constraints import MarkerConstraintProcessor
 
-        if self._marker_vocabulary is None:
-            self._marker_vocabulary = MarkerVocabulary(self.tokenizer, self.marker_style)
-        processor = MarkerConstraintProcessor(self._marker_vocabulary, [[e.slot for e in m.entities] for m in marked],
+        processor = MarkerConstraintProcessor(self.marker_vocabulary, [[e.slot for e in m.entities] for m in marked],
                                               self.model.generation_config.eos_token_id,
                                               max_new_tokens=max_new_tokens, max_length=max_length)
         return LogitsProcessorList([*(processors or []), processor])
 
     def _decode(self, ids) -> list[str]:
         """Decode keeping marker tokens even where they are special, dropping every other special token."""
-        drop = set(self.tokenizer.all_special_ids) - self._marker_ids
-        return [
-            self.tokenizer.decode([i for i in row.tolist() if i not in drop], clean_up_tokenization_spaces=False)
-            for row in ids
-        ]
+        return self.marker_vocabulary.decode(self.tokenizer, [row.tolist() for row in ids])
 
     def postprocess(self, model_outputs: dict[str, Any]) -> dict[str, Any]:
         marked = _first(model_outputs["marked"])
