@@ -91,14 +91,10 @@ def main() -> None:
     )
     from crop_hf.demo_models import build_tiny_bert
     from crop_hf.modeling import JointIntentSlotModel
+    from crop_hf.parsing.arguments import ParserDataArguments, ParserModelArguments, ParserTrainingArguments
+    from crop_hf.parsing.evaluate import evaluate_parser
     from crop_hf.parsing.fewshot import few_shot_indices
-    from crop_hf.parsing.training import (
-        ParserDataArguments,
-        ParserModelArguments,
-        ParserTrainingArguments,
-        evaluate_parser,
-        train_parser,
-    )
+    from crop_hf.parsing.train import train_parser
     from crop_hf.tables import format_table
 
     transformers.logging.set_verbosity_error()

@@ -4,7 +4,7 @@
     python benchmarks/bench_parser.py --steps 300 --quick              # a shorter smoke run
 
 A tiny BERT-style encoder (WordPiece trained on the Hinglish-TOP train text, random weights) is
-trained with :func:`crop_hf.parsing.training.train_parser` on the 2,993 train utterances and scored
+trained with :func:`crop_hf.parsing.train.train_parser` on the 2,993 train utterances and scored
 on all 1,390 validation utterances (gold trees with intents inside slots count as wrong). In the
 same run:
 
@@ -80,14 +80,10 @@ def main() -> None:
     import crop_hf
     from crop_hf.demo_models import build_tiny_bert
     from crop_hf.metrics.parsing import format_parse_table, parse_scores
+    from crop_hf.parsing.arguments import ParserDataArguments, ParserModelArguments, ParserTrainingArguments
+    from crop_hf.parsing.evaluate import evaluate_parser
     from crop_hf.parsing.predict import predict_parses, to_parse
-    from crop_hf.parsing.training import (
-        ParserDataArguments,
-        ParserModelArguments,
-        ParserTrainingArguments,
-        evaluate_parser,
-        train_parser,
-    )
+    from crop_hf.parsing.train import train_parser
 
     transformers.logging.set_verbosity_error()
     torch.set_num_threads(1)

@@ -6,7 +6,7 @@
 The model is bench_marker_mt.py's tiny M2M100 (random weights, SentencePiece trained on Multi30k
 train, ``--layers``/``--d_model``), the batches are Multi30k en→de pairs with up to three marked
 phrase pairs each (eflomal, the content recipe's marking), 48 pairs a batch. Every configuration
-runs the same batches through the step of :func:`crop_hf.translation.training.train_translation`
+runs the same batches through the step of :func:`crop_hf.translation.train.train_translation`
 (bf16 autocast where the CPU has it, the marker-weighted label-smoothed loss, AdamW, clipping):
 forward, loss, backward and optimizer step, timed after two warm-up steps. Configurations take
 turns batch by batch, so a machine shared with other work slows them alike; ratios are against
@@ -77,16 +77,10 @@ def main(argv=None) -> int:
     from bench_marker_mt import _fast_bf16, build_model
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from crop_hf.translation.constraints import MarkerVocabulary
+    from crop_hf.translation.data import EpochSampler, collate_pairs, tokenize_pairs
+    from crop_hf.translation.marker_tokens import MarkerVocabulary, add_marker_tokens
     from crop_hf.translation.parallel import MarkingConfig, mark_parallel, pairs_from_files
-    from crop_hf.translation.training import (
-        _collate,
-        _EpochSampler,
-        _LabelledPositions,
-        _tokenize,
-        add_marker_tokens,
-        marker_weighted_loss,
-    )
+    from crop_hf.translation.train import _LabelledPositions, marker_weighted_loss
 
     torch.set_num_threads(args.threads)
     data, work = Path(args.data_dir), Path(args.work_dir)
@@ -98,15 +92,15 @@ def main(argv=None) -> int:
     path = build_model(work / "model", list(marked["source_text"]) + list(marked["target_text"]), model_args)
     tokenizer = AutoTokenizer.from_pretrained(path)
     bf16 = _fast_bf16()
-    rows = _tokenize(marked, tokenizer, {}, 128, 128)
+    rows = tokenize_pairs(marked, tokenizer, {}, 128, 128)
     lengths = [len(a) + len(b) for a, b in zip(rows["input_ids"], rows["labels"], strict=True)]
     rows = list(rows)
     needed = (args.steps + 2) * args.batch_size
 
     def batches(grouped: bool):
-        sampler = _EpochSampler(len(rows), args.seed, args.batch_size, lengths if grouped else None)
+        sampler = EpochSampler(len(rows), args.seed, args.batch_size, lengths if grouped else None)
         order = list(sampler)[:needed]
-        return [_collate([rows[i] for i in order[k:k + args.batch_size]], tokenizer.pad_token_id, 2, 8 if bf16 else None)
+        return [collate_pairs([rows[i] for i in order[k:k + args.batch_size]], tokenizer.pad_token_id, 2, 8 if bf16 else None)
                 for k in range(0, len(order), args.batch_size)]
 
     runs = {}
@@ -119,7 +113,7 @@ def main(argv=None) -> int:
         runs[name] = {"model": model.train(), "labelled": labelled, "loss": loss_function, "optimizer": optimizer,
                       "batches": batches(grouped), "seconds": 0.0, "tokens": 0}
 
-    marker_ids = torch.tensor(sorted(MarkerVocabulary(tokenizer, "crop").signatures))  # as training weights them
+    marker_ids = torch.tensor(MarkerVocabulary(tokenizer, "crop").marker_ids)  # as training weights them
 
     def step(run, batch) -> None:
         model, labelled = run["model"], run["labelled"]

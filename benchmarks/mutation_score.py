@@ -79,13 +79,14 @@ MODULES: dict[str, Module] = {
         "iob2_to_iob1", "iob2_to_bioes", "bioes_to_iob2", "is_valid", "repair_tags")),
     "synthesis.filters": Module("crop_hf/synthesis/filters.py"),
     "synthesis.stages": Module("crop_hf/synthesis/stages.py", (
-        "process_shard", "_apply", "_each_or_none", "_entity_spans", "_rows"),
+        "process_shard", "_apply", "each_or_none", "_entity_spans", "_rows"),
         "stage logic; SynthesisModels.load only loads checkpoints"),
     "self_training": Module("crop_hf/self_training.py", ("combine_labels", "_source_tag_strings"),
                             "label combination; training itself is tests/test_self_training's end-to-end run"),
-    "evaluation (scoring)": Module("crop_hf/evaluation.py", ("score_tags", "average_scores")),
+    "ner.evaluate (scoring)": Module("crop_hf/ner/evaluate.py", ("score_tags", "average_scores")),
     "seqlogical": Module("crop_hf/seqlogical.py"),
     "translation.constraints": Module("crop_hf/translation/constraints.py"),
+    "translation.marker_tokens": Module("crop_hf/translation/marker_tokens.py"),
     "modeling.crf": Module("crop_hf/modeling/crf.py"),
     "metrics.parsing": Module("crop_hf/metrics/parsing.py"),
 }

@@ -74,7 +74,7 @@ def build_tagger(args, work: Path) -> tuple[Path, float]:
     from crop_hf.data.features import ner_features
     from crop_hf.demo_models import build_tiny_xlmr_ner
     from crop_hf.labels import LabelSet
-    from crop_hf.training import parse_arguments, train_ner
+    from crop_hf.ner import parse_arguments, train_ner
 
     labels = LabelSet.from_types(TAGGER_TYPES)
     splits = {}

@@ -8,7 +8,6 @@ stays light: heavy libraries load only when a feature that needs them is used.
 from crop_hf import labels, markers, seqlogical
 from crop_hf._registration import install as _install_pipelines
 from crop_hf.data import load_dataset
-from crop_hf.evaluation import evaluate_pretrained
 from crop_hf.labels import CONLL_LABELS, PANX_LABELS, LabelSet, Span
 from crop_hf.markers import (
     BracketMarkers,
@@ -19,9 +18,10 @@ from crop_hf.markers import (
     mark_text,
     mark_tokens,
 )
+from crop_hf.ner.evaluate import evaluate_pretrained
+from crop_hf.ner.train import train_ner
 from crop_hf.self_training import self_train
 from crop_hf.seqlogical import ParseError, Tree, TreeTooDeepError
-from crop_hf.training import train_ner
 
 __version__ = "0.1.0.dev0"
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -112,10 +111,10 @@ def _versions() -> dict[str, str]:
 def ner_model_card(*, model_name: str, base_model: str, train_sources: Sequence[tuple[str, float, int]],
                    evaluations: Sequence[Any], label_names: Sequence[str], hyperparameters: Mapping[str, Any],
                    template_path: str | Path | None = None, license: str | None = None):
-    """Render the card of a model trained by :func:`crop_hf.training.train_ner`.
+    """Render the card of a model trained by :func:`crop_hf.ner.train.train_ner`.
 
     ``train_sources`` holds ``(spec, sampling weight, sentences)`` triples; ``evaluations`` the
-    :class:`crop_hf.evaluation.NerEvaluation` of each split. The metadata carries a model-index
+    :class:`crop_hf.ner.evaluate.NerEvaluation` of each split. The metadata carries a model-index
     entry for each language, split and metric, the languages and the base model.
 
     >>> card = ner_model_card(model_name="xlmr-conll5", base_model="FacebookAI/xlm-roberta-base",
@@ -163,7 +162,7 @@ def _parser_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
 def parser_model_card(*, model_name: str, config, train_sources: Sequence[tuple[str, float, int]],
                       scores: Mapping[str, Mapping[str, Mapping[str, Any]]], hyperparameters: Mapping[str, Any],
                       init_from: str | None = None, license: str | None = None):
-    """A ``huggingface_hub.ModelCard`` for a parser trained by :func:`crop_hf.parsing.training.train_parser`.
+    """A ``huggingface_hub.ModelCard`` for a parser trained by :func:`crop_hf.parsing.train.train_parser`.
 
     ``scores`` maps split → source spec → :func:`crop_hf.metrics.parsing.parse_scores`; the metadata
     carries a model-index entry (exact match, intent accuracy, slot F1) for each.
@@ -195,9 +194,10 @@ def parser_model_card(*, model_name: str, config, train_sources: Sequence[tuple[
 
 
 def translation_model_card(model_args, data_args, training_args, evaluation_table: str, train_dataset, *,
-                           total_batch: int):
-    """The card of a marker-keeping translation model (:func:`crop_hf.translation.training.train_translation`):
-    languages, data, marker style, hyper-parameters and the before/after evaluation table (already rendered)."""
+                           hyperparameters: Mapping[str, Any]):
+    """The card of a marker-keeping translation model (:func:`crop_hf.translation.train.train_translation`):
+    languages, data, marker style, ``hyperparameters`` (flattened options, see
+    :func:`crop_hf.engine.arguments.hyperparameters`) and the before/after evaluation table (already rendered)."""
     from huggingface_hub import ModelCard, ModelCardData
 
 
@@ -210,9 +210,6 @@ def translation_model_card(model_args, data_args, training_args, evaluation_tabl
         base_model=base if is_hub_id else None, language=languages or None, library_name="transformers",
         pipeline_tag="translation", tags=["translation", "labeled-translation", "crop-hf", "cross-lingual-ner"],
         metrics=["bleu", "chrf"])
-    hyperparameters = {**asdict(model_args), **asdict(data_args), **asdict(training_args)}
-    hyperparameters.pop("hub_token", None)
-    hyperparameters["total_train_batch_size"] = total_batch
     return ModelCard.from_template(
         card_data, template_path=str(_template("translation_model_card.md")),
         model_name=card_data.model_name, base_model=base, marker_style=model_args.marker_style,
@@ -220,7 +217,7 @@ def translation_model_card(model_args, data_args, training_args, evaluation_tabl
         train_file=data_args.train_file or "a marked dataset passed in memory",
         validation_file=data_args.validation_file or ("a marked dataset passed in memory" if evaluation_table else "-"),
         evaluation_table=evaluation_table,
-        hyperparameters=hyperparameters, versions=_versions(),
+        hyperparameters=dict(hyperparameters), versions=_versions(),
         example_src=directions[0][0] if directions else "en", example_tgt=directions[0][1] if directions else "de")
 
 

@@ -152,7 +152,7 @@ def relabel(discarded, multilingual_model, tokenizer, *, source_model=None, sour
     ``rows`` is a list of dicts with ``tokens``, ``tags`` (IOB2 strings), ``lang`` and ``label_rule``.
     ``multilingual_model``/``source_model`` are loaded token-classification models.
     """
-    from crop_hf.evaluation import predict_tags
+    from crop_hf.ner.evaluate import predict_tags
 
     discarded = _as_dataset(discarded, "discarded sentences")
     for column in ("tokens", "lang"):
@@ -195,7 +195,7 @@ def self_train(kept, discarded, *, source_corpus=None, model_args=None, training
         source_corpus: the labeled source-language corpus, e.g. ``"conll5:en"``, trained on with
             the kept corpus.
         model_args, training_args, data_args: how to train Θ_all
-            (:class:`~crop_hf.training.ModelArguments` etc.; ``train_sources`` is filled in here).
+            (:class:`~crop_hf.ner.arguments.ModelArguments` etc.; ``train_sources`` is filled in here).
         multilingual_model: an already trained Θ_all (folder or Hub id): skips training.
         source_model: Θ_src, which tags discarded sentences that have no ``projected_tags``.
         rule: how the two models' labels are combined (``union``, ``intersection``, ``multilingual``).
@@ -211,7 +211,7 @@ def self_train(kept, discarded, *, source_corpus=None, model_args=None, training
 
     from crop_hf.data.features import ner_features, tag_strings
     from crop_hf.labels import LabelSet
-    from crop_hf.training import DataArguments, train_ner
+    from crop_hf.ner import DataArguments, train_ner
 
     kept_rows = _as_dataset(kept, "kept corpus")
     accumulation = training_args.gradient_accumulation_steps if training_args else 1

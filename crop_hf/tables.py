@@ -49,7 +49,7 @@ def format_table(header: Sequence[Any], rows: Sequence[Sequence[Any]], *,
 
 
 def score_rows(evaluation: Any, per_type: bool = True) -> tuple[list[str], list[list[str]]]:
-    """``(columns, rows)`` of a :class:`crop_hf.evaluation.NerEvaluation`: languages (and ``avg``) as columns;
+    """``(columns, rows)`` of a :class:`crop_hf.ner.evaluate.NerEvaluation`: languages (and ``avg``) as columns;
     P, R, F1, per-type F1 and sentence counts as rows, in percent. The one table behind the printed
     evaluation table and the model card."""
     columns = dict(evaluation.languages)

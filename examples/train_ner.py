@@ -6,7 +6,7 @@
         --train_sources conll5:en --eval_sources conll5:es conll5:nl conll5:de conll5:no \
         --output_dir xlmr-base-conll5
 
-The same as ``crop-hf train-ner``: arguments are the dataclasses of ``crop_hf.training`` (``--help``
+The same as ``crop-hf train-ner``: arguments are the dataclasses of ``crop_hf.ner.arguments`` (``--help``
 lists them); a JSON or YAML file may come first, and options after it override it.
 """
 

@@ -8,7 +8,7 @@
     accelerate launch examples/train_parser.py examples/configs/hinglish_top_xlmr_base.yaml \
         --init_from xlmr-hinglish-stage1
 
-Options are the dataclasses of ``crop_hf.parsing.training`` (``--help`` lists them), as for
+Options are the dataclasses of ``crop_hf.parsing.arguments`` (``--help`` lists them), as for
 ``crop-hf train-parser``; a JSON or YAML file may come first and options after it override it.
 """
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from crop_hf.cards import ner_model_card, push_folder
-from crop_hf.evaluation import NerEvaluation, average_scores, score_tags
+from crop_hf.hub import ner_model_card, push_folder
+from crop_hf.ner.evaluate import NerEvaluation, average_scores, score_tags
 
 
 def _evaluation(split="test"):

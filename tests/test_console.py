@@ -72,3 +72,53 @@ def test_progress_bars_off_switches_every_library_and_restores_them():
     assert not are_progress_bars_disabled()
     with progress_bars(True):
         assert transformers_logging.is_progress_bar_enabled()
+
+
+#: Calls that set up what a command shows; only crop_hf/console.py makes them, for the commands.
+_SWITCHES = {"basicConfig", "disable_progress_bars", "enable_progress_bars", "disable_progress_bar",
+             "enable_progress_bar", "set_verbosity", "set_verbosity_error", "set_verbosity_warning"}
+
+
+def _calls(path):
+    import ast
+
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            function = node.func
+            name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
+            yield name, node.lineno
+
+
+def test_only_console_configures_logging_and_bars_and_only_commands_call_it():
+    package = REPO_ROOT / "crop_hf"
+    offenders = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        for name, line in _calls(path):
+            if name in _SWITCHES and relative != "console.py":
+                offenders.append(f"{relative}:{line} calls {name}")
+            commands_only = relative.startswith("commands/") or relative in ("cli.py", "console.py")
+            if name in ("setup_logging", "progress_bars") and not commands_only:
+                offenders.append(f"{relative}:{line} calls console.{name} (library code only logs)")
+    assert not offenders, offenders
+
+
+def test_a_long_runs_own_bars_only_silences_datasets_and_restores_it():
+    import datasets
+    from datasets.utils import logging as datasets_logging
+    from transformers.utils import logging as transformers_logging
+
+    from crop_hf.console import progress_bars
+
+    verbosity = datasets_logging.get_verbosity()
+    assert verbosity != datasets_logging.ERROR and not datasets.are_progress_bars_disabled()
+    with progress_bars(True, own_only=True):
+        assert datasets.are_progress_bars_disabled() and datasets_logging.get_verbosity() == datasets_logging.ERROR
+        assert transformers_logging.is_progress_bar_enabled()  # shown: only datasets' bars are off
+    assert not datasets.are_progress_bars_disabled() and datasets_logging.get_verbosity() == verbosity
+    with progress_bars(False, own_only=True):
+        assert datasets.are_progress_bars_disabled() and not transformers_logging.is_progress_bar_enabled()
+    assert not datasets.are_progress_bars_disabled() and transformers_logging.is_progress_bar_enabled()
+    with progress_bars(True):
+        assert not datasets.are_progress_bars_disabled() and datasets_logging.get_verbosity() == verbosity
+

@@ -14,14 +14,15 @@ from training_fixtures import (  # noqa: F401  (pytest fixtures)
     task_model_dir,
 )
 
-from crop_hf.evaluation import (
+from crop_hf.engine.training import write_all_results
+from crop_hf.ner.evaluate import (
     NerEvaluation,
     average_scores,
     evaluate_ner,
-    format_table,
+    format_ner_table,
+    ner_results,
     predict_tags,
     score_tags,
-    write_all_results,
 )
 
 
@@ -57,12 +58,12 @@ def test_table_and_all_results(tmp_path):
     evaluation = NerEvaluation("test", {"es": score_tags([["B-PER", "O"]], [["B-PER", "O"]]),
                                         "nl": score_tags([["B-LOC", "O"]], [["O", "O"]])}, None)
     evaluation.average = average_scores(list(evaluation.languages.values()))
-    table = format_table(evaluation)
+    table = format_ner_table(evaluation)
     lines = table.splitlines()
     assert lines[0].split() == ["test", "es", "nl", "avg"]
     assert next(line for line in lines if line.startswith("f1")).split() == ["f1", "100.0", "0.0", "50.0"]
     assert next(line for line in lines if line.startswith("LOC f1")).split()[2:] == ["-", "0.0", "0.0"]
-    results = write_all_results(tmp_path / "all_results.json", [evaluation], {"train_loss": 0.5})
+    results = write_all_results(tmp_path / "all_results.json", ner_results([evaluation], {"train_loss": 0.5}))
     assert json.loads((tmp_path / "all_results.json").read_text()) == results
     assert results["test_avg_f1"] == 0.5 and results["test_es_PER_f1"] == 1.0 and results["train_loss"] == 0.5
 
@@ -75,7 +76,7 @@ def test_words_past_max_length_are_predicted_o_with_a_warning(learned, caplog): 
     sentence = ["anna", "lives", "in", "paris", ".", "boris", "lives", "in", "oslo", "."]
     full = predict_tags(model, tokenizer, [sentence])[0]
     assert full[:4] == ["B-PER", "O", "O", "B-LOC"] and full[5] == "B-PER"
-    with caplog.at_level(logging.WARNING, logger="crop_hf.evaluation"):
+    with caplog.at_level(logging.WARNING, logger="crop_hf.ner.evaluate"):
         cut = predict_tags(model, tokenizer, [sentence], max_length=6)[0]
     kept = len({w for w in tokenizer(sentence, is_split_into_words=True, truncation=True, max_length=6).word_ids()
                 if w is not None})
@@ -87,7 +88,7 @@ def test_words_past_max_length_are_predicted_o_with_a_warning(learned, caplog): 
 def test_unknown_reference_types_are_an_error_unless_dropped(learned):  # noqa: F811
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-    from crop_hf.training import LabelConflictError
+    from crop_hf.labels import LabelConflictError
 
     tokenizer = AutoTokenizer.from_pretrained(learned.output_dir)
     model = AutoModelForTokenClassification.from_pretrained(learned.output_dir)

@@ -10,11 +10,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "crop_hf"
 #: Lowest first. A module may import from its own layer and the ones below (CONTRIBUTING.md).
 LAYERS: list[set[str]] = [
     {"labels", "markers", "seqlogical", "arguments", "tables", "_registration", "model_cards", "resources", "errors", "console"},
-    {"alignment", "hub", "cards", "optim"},
+    {"alignment", "hub", "cards", "engine"},
     {"data"},
     {"translation", "projection", "modeling"},
-    {"evaluation", "metrics"},
-    {"training"},
+    {"ner", "metrics"},
     {"synthesis", "self_training", "report", "augment", "parsing"},
     {"tiny", "demo_models"},
     {"commands", "cli"},
@@ -82,3 +81,51 @@ def test_no_import_cycles_between_units():
     for node in list(graph):
         if node not in state:
             visit(node, [node])
+
+
+
+def _is_module(package: Path, dotted: str) -> bool:
+    """Whether ``crop_hf.x.y`` names a module or package under ``package`` (not a name inside one)."""
+    path = package.parent.joinpath(*dotted.split("."))
+    return path.is_dir() or path.with_suffix(".py").is_file()
+
+
+def private_imports(package: Path = PACKAGE) -> list[str]:
+    """``importer: from module import _name`` for every private name one module of ``package`` takes from another.
+
+    Importing a module whose name is private (``from crop_hf import _registration``) is an import
+    of that module, not of a name inside another one; dunders (``__version__``) are public.
+    """
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        module = ".".join(path.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(package.name)):
+                continue
+            for alias in node.names:
+                private = alias.name.startswith("_") and not (alias.name.startswith("__") and alias.name.endswith("__"))
+                if private and node.module != module and not _is_module(package, f"{node.module}.{alias.name}"):
+                    found.append(f"{module}: from {node.module} import {alias.name}")
+    return found
+
+
+def test_private_imports_finds_private_names_of_other_modules_only(tmp_path):
+    package = tmp_path / "crop_hf"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("__version__ = '0'\n_hidden = 1\n")
+    (package / "_private.py").write_text("_secret = 1\n")
+    (package / "sub" / "__init__.py").write_text("_local = 1\n")
+    (package / "sub" / "a.py").write_text("_own = 1\nfrom crop_hf.sub.a import _own\n")
+    (package / "sub" / "b.py").write_text(
+        "from crop_hf import _private, __version__\nfrom crop_hf.sub import _local\n"
+        "from crop_hf._private import _secret\nfrom crop_hf.sub.a import _own as own\nimport crop_hf._private\n")
+    assert private_imports(package) == [
+        "crop_hf.sub.b: from crop_hf.sub import _local",  # its own package's __init__ is another module
+        "crop_hf.sub.b: from crop_hf._private import _secret",
+        "crop_hf.sub.b: from crop_hf.sub.a import _own",
+    ]
+
+
+def test_no_module_imports_another_modules_private_names():
+    problems = private_imports()
+    assert not problems, "make these public or move them to their home (CONTRIBUTING.md):\n" + "\n".join(problems)

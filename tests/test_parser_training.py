@@ -8,14 +8,10 @@ from collections import Counter
 import pytest
 import torch
 
-from crop_hf.parsing.training import (
-    ParserDataArguments,
-    ParserModelArguments,
-    ParserTrainingArguments,
-    evaluate_parser,
-    load_parse_rows,
-    train_parser,
-)
+from crop_hf.parsing.arguments import ParserDataArguments, ParserModelArguments, ParserTrainingArguments
+from crop_hf.parsing.data import load_parse_rows
+from crop_hf.parsing.evaluate import evaluate_parser
+from crop_hf.parsing.train import train_parser
 
 
 def _toy():
@@ -60,7 +56,7 @@ def test_staged_recipe_extends_labels_and_keeps_what_stage_one_learned(tiny_bert
     import datasets
 
     from crop_hf.modeling import JointIntentSlotModel
-    from crop_hf.parsing.training import _extend_labels
+    from crop_hf.parsing.train import _extend_labels
 
     toy = _toy()
     first = toy["train"].filter(lambda r: r["intent"] == "GET_WEATHER")
@@ -177,7 +173,7 @@ def test_label_sets_keep_model_ids_first_and_reject_non_iob2_tags():
     import datasets
 
     from crop_hf.modeling import JointParserConfig
-    from crop_hf.parsing.training import _label_sets
+    from crop_hf.parsing.data import label_sets as _label_sets
 
     data = datasets.Dataset.from_dict({"intent": ["B", "A"], "slot_tags": [["B-Y", "I-Y"], ["I-X"]]})
     assert _label_sets([data]) == (["A", "B"], ["O", "B-X", "I-X", "B-Y", "I-Y"])
@@ -186,3 +182,17 @@ def test_label_sets_keep_model_ids_first_and_reject_non_iob2_tags():
     bioes = datasets.Dataset.from_dict({"intent": ["A"], "slot_tags": [["S-X"]]})
     with pytest.raises(ValueError, match="must be IOB2"):
         _label_sets([bioes])
+
+
+def test_learning_curve_and_time_budget_reach_the_parser(tiny_bert, tmp_path):
+    """The training engine's periodic evaluation and time budget, through train_parser's options."""
+    model_args, data_args, training_args = _args(tiny_bert, tmp_path / "curve", max_train_steps=4, eval_steps=3)
+    data_args.eval_split = "validation"
+    result = train_parser(model_args, data_args, training_args, datasets={"toy": _toy()})
+    assert [point["step"] for point in result.history] == [3, 4]
+    assert set(result.history[-1]["scores"]) == {"toy"} and "exact_match" in str(result.history[-1]["scores"]["toy"])
+    results = json.loads((tmp_path / "curve" / "all_results.json").read_text())
+    assert [point["step"] for point in results["history"]] == [3, 4]
+    stopped = train_parser(*_args(tiny_bert, tmp_path / "budget", max_train_steps=50, max_train_minutes=1e-9),
+                           datasets={"toy": _toy()})
+    assert stopped.completed_steps == 1 and [point["step"] for point in stopped.history] == [1]

@@ -101,7 +101,7 @@ def test_self_train_relabels_discarded_sentences_and_records_the_rule(learned, t
     import datasets
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-    from crop_hf.evaluation import predict_tags, score_tags
+    from crop_hf.ner.evaluate import predict_tags, score_tags
     from crop_hf.self_training import self_train
 
     discarded, truth = _discarded()
@@ -137,17 +137,18 @@ def test_self_train_trains_the_multilingual_model_first(task_model_dir, task_cor
     """Without a multilingual model, self_train fine-tunes one on the kept + source corpora (train_ner)."""
     import datasets
 
+    from crop_hf.ner import ModelArguments, NerTrainingArguments
+    from crop_hf.ner import train as loop
     from crop_hf.self_training import self_train
-    from crop_hf.training import ModelArguments, NerTrainingArguments, loop
 
     trained_on = []  # the tokens of every corpus that became training rows
-    real_train_rows = loop._train_rows
+    real_train_rows = loop.training_rows
 
     def recording_train_rows(source, *args, **kwargs):
         trained_on.append((source.spec, list(source.split("train")["tokens"])))
         return real_train_rows(source, *args, **kwargs)
 
-    monkeypatch.setattr(loop, "_train_rows", recording_train_rows)
+    monkeypatch.setattr(loop, "training_rows", recording_train_rows)
 
     discarded, _ = _discarded(8)
     kept = datasets.load_from_disk(str(task_corpora["xx"]))

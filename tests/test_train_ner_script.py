@@ -64,7 +64,7 @@ def test_accelerate_launch_cpu_with_a_yaml_config(task_model_dir, task_corpora, 
 
 def test_two_cpu_processes_with_torchrun(task_model_dir, task_corpora, tmp_path):  # noqa: F811
     """Two ranks share the batches and the evaluation; gathered scores equal a one-process evaluation."""
-    from crop_hf.evaluation import evaluate_pretrained
+    from crop_hf.ner.evaluate import evaluate_pretrained
 
     env = dict(_env(), ACCELERATE_USE_CPU="1")
     out = tmp_path / "out"
@@ -88,7 +88,7 @@ def test_train_and_evaluate_on_the_real_conll5_builder(shared_data, tiny_xlmr_ne
     """`conll5:es` / `conll5:nl` specs go through crop_hf.load_dataset with the real CoNLL-2002 files."""
     pytest.importorskip("crop_hf.data.conll5")
     from crop_hf.labels import CONLL_LABELS
-    from crop_hf.training import parse_arguments, train_ner
+    from crop_hf.ner import parse_arguments, train_ner
 
     data_dir = shared_data / "conll2002"
     result = train_ner(*parse_arguments([
@@ -107,7 +107,7 @@ def test_push_to_hub_sends_the_trained_folder_with_its_card(task_model_dir, task
     import huggingface_hub
     from test_cards import RecordingApi
 
-    from crop_hf.training import parse_arguments, train_ner
+    from crop_hf.ner import parse_arguments, train_ner
 
     api = RecordingApi()
     seen = {}

@@ -1,4 +1,4 @@
-"""The Accelerate training loop of crop_hf.training on tiny models: learning, exact resume, LoRA, mixed precision."""
+"""NER training (crop_hf.ner on the training engine) on tiny models: learning, exact resume, LoRA, mixed precision."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from training_fixtures import (  # noqa: F401  (pytest fixtures)
     task_model_dir,
 )
 
-from crop_hf.training import DataArguments, ModelArguments, NerTrainingArguments, train_ner
+from crop_hf.ner import DataArguments, ModelArguments, NerTrainingArguments, train_ner
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +42,7 @@ def test_learning_check_reaches_f1_above_0_9_on_held_out_sentences(learned):  # 
 
 def test_saved_model_scores_the_same_when_evaluated_again(learned, task_corpora):  # noqa: F811
     """What train_ner saved is what it evaluated: evaluate_pretrained on the folder gives the same F1."""
-    from crop_hf.evaluation import evaluate_pretrained
+    from crop_hf.ner.evaluate import evaluate_pretrained
 
     again = evaluate_pretrained(str(learned.output_dir), [f"disk:{task_corpora['xx']}"], split="test")
     assert again.languages["xx"].f1 == pytest.approx(learned.evaluations[1].languages["xx"].f1)
@@ -126,8 +126,7 @@ def test_mixed_precision_flag_reaches_the_forward_pass(task_model_dir, task_corp
 def test_a_model_head_lacking_training_labels_is_an_error(tmp_path, task_corpora):  # noqa: F811
     """A PAN-X model (no MISC) trained on a corpus with MISC needs ignore_mismatched_sizes."""
     from crop_hf.demo_models import build_tiny_xlmr_ner
-    from crop_hf.labels import PANX_LABELS
-    from crop_hf.training import LabelConflictError
+    from crop_hf.labels import PANX_LABELS, LabelConflictError
 
     panx_model = build_tiny_xlmr_ner(tmp_path / "panx", labels=PANX_LABELS, layers=1)
     corpus = task_corpus("en", train=8, held_out=4)
@@ -147,3 +146,16 @@ def test_a_model_head_lacking_training_labels_is_an_error(tmp_path, task_corpora
     from transformers import AutoConfig
 
     assert AutoConfig.from_pretrained(tmp_path / "out").id2label[7] == "B-MISC"
+
+
+def test_a_learning_curve_scores_the_first_evaluation_split_and_ends_at_the_last_step(
+        task_model_dir, task_corpora, tmp_path):  # noqa: F811
+    """Periodic evaluation came with the training engine: every family has it, NER included."""
+    result = train_ner(*learning_arguments(task_model_dir, task_corpora, tmp_path, max_train_steps=3, eval_steps=2,
+                                           max_eval_samples=8, test_split=""))
+    assert [point["step"] for point in result.history] == [2, 3]
+    assert {"validation_en_f1", "validation_xx_f1", "validation_avg_f1"} <= set(result.history[-1]["scores"])
+    assert result.history[-1]["loss"] == result.step_losses[-1] and result.history[-1]["tokens_per_second"] > 0
+    results = json.loads((tmp_path / "all_results.json").read_text())
+    assert results["history"] == json.loads(json.dumps(result.history))
+    assert results["validation_avg_f1"] == result.evaluations[0].average.f1

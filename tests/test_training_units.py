@@ -1,4 +1,4 @@
-"""Pieces of crop_hf.training without a model: specs, label reconciliation, alignment, mixing, arguments."""
+"""Pieces of NER training (crop_hf.ner, crop_hf.data) without a model: specs, label reconciliation, alignment, mixing, arguments."""
 
 from __future__ import annotations
 
@@ -8,17 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crop_hf.data.tokenization import IGNORE_INDEX, pad_batch
-from crop_hf.labels import CONLL_LABELS, PANX_LABELS
-from crop_hf.training import (
-    LabelConflictError,
-    WeightedMixSampler,
-    align_labels_to_first_subword,
-    choose_labels,
-    parse_arguments,
-    parse_source_spec,
-    reconcile_labels,
-)
+from crop_hf.data.sources import WeightedMixSampler, parse_source_spec
+from crop_hf.data.tokenization import IGNORE_INDEX, align_labels_to_first_subword, pad_batch
+from crop_hf.labels import CONLL_LABELS, PANX_LABELS, LabelConflictError, reconcile_labels
+from crop_hf.ner import choose_labels, parse_arguments
 
 
 @pytest.mark.parametrize(("spec", "kind", "name", "config", "kwargs"), [
@@ -44,7 +37,7 @@ def test_bad_spec_query_names_the_item():
 
 
 def test_missing_disk_corpus_is_a_clear_error(tmp_path):
-    from crop_hf.training import load_source
+    from crop_hf.data.sources import load_source
 
     with pytest.raises(FileNotFoundError, match="no corpus at"):
         load_source(f"disk:{tmp_path / 'missing'}")
@@ -54,7 +47,7 @@ def test_a_corpus_split_by_language_trains_on_all_its_languages():
     import datasets
     from training_fixtures import as_dataset, synthetic_rows
 
-    from crop_hf.training import load_source
+    from crop_hf.data.sources import load_source
 
     by_language = datasets.DatasetDict({lang: as_dataset(synthetic_rows(3, 0, lang)) for lang in ("en", "xx")})
     source = load_source("synthesized", dataset=by_language)
@@ -92,8 +85,8 @@ def test_label_map_renames_types_before_reconciling(tmp_path):
     from training_fixtures import as_dataset
 
     from crop_hf.data.features import encode_tags
+    from crop_hf.data.sources import load_source
     from crop_hf.labels import parse_label_map
-    from crop_hf.training import load_source
 
     rows = [{"tokens": ["oslo", "x"], "tags": ["B-GPE_LOC", "B-DRV"], "lang": "no"}]
     dataset = as_dataset(rows, label_names=("O", "B-GPE_LOC", "I-GPE_LOC", "B-DRV"))
@@ -128,7 +121,7 @@ def test_first_subword_alignment_labels_each_word_once_in_order(case):
 def test_alignment_with_a_real_tokenizer(tiny_xlmr_ner):
     from transformers import AutoTokenizer
 
-    from crop_hf.training import tokenize_words
+    from crop_hf.data.tokenization import tokenize_words
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_xlmr_ner)
     words = [["Angela", "Merkel", "visited", "Gothenburg"]]
@@ -198,7 +191,7 @@ def test_yaml_config_with_command_line_override(tmp_path):
 
 
 def test_checkpointing_steps_is_validated():
-    from crop_hf.training import NerTrainingArguments
+    from crop_hf.ner import NerTrainingArguments
 
     assert NerTrainingArguments(output_dir="o", checkpointing_steps="500").checkpoint_every() == 500
     assert NerTrainingArguments(output_dir="o", checkpointing_steps="epoch").checkpoint_every() == "epoch"

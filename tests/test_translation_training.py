@@ -15,17 +15,12 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
 
 import crop_hf  # noqa: F401
 from crop_hf.cli import main as cli
-from crop_hf.translation.evaluation import score_direction
+from crop_hf.translation.arguments import parse_translation_arguments
+from crop_hf.translation.data import collate_pairs, tokenize_pairs
+from crop_hf.translation.evaluate import score_direction
+from crop_hf.translation.marker_tokens import add_marker_tokens
 from crop_hf.translation.parallel import MarkingConfig, ParallelPair, mark_parallel
-from crop_hf.translation.training import (
-    _collate,
-    _LabelledPositions,
-    _tokenize,
-    add_marker_tokens,
-    marker_weighted_loss,
-    parse_translation_arguments,
-    train_translation,
-)
+from crop_hf.translation.train import _LabelledPositions, marker_weighted_loss, train_translation
 
 
 class DiagonalAligner:
@@ -61,7 +56,7 @@ def test_training_teaches_a_tiny_model_to_keep_markers(tmp_path):
     """
     from transformers import M2M100Config
 
-    from crop_hf import tiny
+    from crop_hf import demo_models as tiny
 
     _, train = invented_corpus(64, seed=0)
     corpus = [text for row in train for text in (row["source"], row["target"])]
@@ -138,10 +133,10 @@ def test_learning_curve_ends_at_the_last_step(tiny_m2m100, tmp_path):
 
 
 def test_length_grouping_pads_less_and_stays_a_seeded_permutation():
-    from crop_hf.translation.training import _EpochSampler
+    from crop_hf.translation.data import EpochSampler
 
     lengths = [random.Random(i).randint(3, 60) for i in range(2000)]
-    shuffled, grouped = _EpochSampler(2000, seed=3, batch_size=16), _EpochSampler(2000, 3, 16, lengths=lengths)
+    shuffled, grouped = EpochSampler(2000, seed=3, batch_size=16), EpochSampler(2000, 3, 16, lengths=lengths)
 
     def longest(order):  # each batch's longest pair, the length the batch is padded to
         return [max(lengths[i] for i in order[k:k + 16]) for k in range(0, len(order), 16)]
@@ -151,11 +146,11 @@ def test_length_grouping_pads_less_and_stays_a_seeded_permutation():
     assert sum(longest(first)) < 0.8 * sum(longest(list(shuffled)))  # padded tokens, over 16
     falls = sum(b < a for a, b in itertools.pairwise(longest(first)))
     assert falls < 0.7 * (len(longest(first)) - 1)  # batches come in random order, not in falling length runs
-    assert list(_EpochSampler(2000, 3, 16, lengths=lengths)) == first  # seed and epoch fix the order
+    assert list(EpochSampler(2000, 3, 16, lengths=lengths)) == first  # seed and epoch fix the order
     grouped.set_epoch(1)
     assert list(grouped) != first
     with pytest.raises(ValueError, match="1999 lengths for 2000"):
-        list(_EpochSampler(2000, 3, 16, lengths=lengths[1:]))
+        list(EpochSampler(2000, 3, 16, lengths=lengths[1:]))
 
 
 def test_lora_trains_adapters_and_saves_a_plain_model(tiny_m2m100, tmp_path):
@@ -175,7 +170,7 @@ def _padded_batch(tokenizer, pairs):
     """One training batch of ``(source, target)`` pairs, tokenized and padded as training does it."""
     rows = datasets.Dataset.from_dict({"source": [s for s, _ in pairs], "target": [t for _, t in pairs],
                                        "src_lang": ["en"] * len(pairs), "tgt_lang": ["de"] * len(pairs)})
-    return _collate(list(_tokenize(rows, tokenizer, {}, 128, 128)), tokenizer.pad_token_id, 2)
+    return collate_pairs(list(tokenize_pairs(rows, tokenizer, {}, 128, 128)), tokenizer.pad_token_id, 2)
 
 
 def test_output_layer_scores_labelled_positions_only_with_the_same_loss_and_gradients(tiny_m2m100):

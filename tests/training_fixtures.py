@@ -126,7 +126,7 @@ def task_corpora(tmp_path_factory):
 
 def learning_arguments(model_dir, corpora, output_dir, **training):
     """The arguments of the learning check, as examples/train_ner.py would parse them."""
-    from crop_hf.training import parse_arguments
+    from crop_hf.ner import parse_arguments
 
     argv = ["--model_name_or_path", str(model_dir),
             "--train_sources", f"disk:{corpora['en']}", f"disk:{corpora['xx']}",
@@ -143,7 +143,7 @@ def learning_arguments(model_dir, corpora, output_dir, **training):
 def learned(task_model_dir, task_corpora, tmp_path_factory):
     """The tiny model trained on the synthetic task through ``train_ner`` (the example script's path)."""
 
-    from crop_hf.training import train_ner
+    from crop_hf.ner import train_ner
 
     reset_accelerate()
     try:

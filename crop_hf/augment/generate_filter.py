@@ -174,42 +174,35 @@ def _read(source: Any, split: str, column: str | None, drop: Callable[[str, Pars
 
 
 def fine_tune(pairs: Sequence[tuple[str, str]], config: GenerateFilterConfig):
-    """Fine-tune ``config.model`` on ``(English parse, code-switched parse)`` pairs; returns ``(model, tokenizer)``."""
-    import torch
-    from accelerate import Accelerator
-    from accelerate.utils import set_seed
-    from transformers import (
-        AutoModelForSeq2SeqLM,
-        AutoTokenizer,
-        DataCollatorForSeq2Seq,
-        get_linear_schedule_with_warmup,
-    )
+    """Fine-tune ``config.model`` on ``(English parse, code-switched parse)`` pairs; returns ``(model, tokenizer)``.
 
-    set_seed(config.seed)
-    accelerator = Accelerator(cpu=config.cpu)
+    It runs the training engine (:mod:`crop_hf.engine.training`) as every trainer does: AdamW
+    without decay on biases and norms, linear warm-up over a tenth of the steps (at most 100) and
+    decay, gradient clipping at 1.0; ``config.epochs`` passes over the shuffled pairs.
+    """
+    import math
+
+    import torch
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, DataCollatorForSeq2Seq
+
+    from crop_hf.engine.arguments import TrainingArguments
+    from crop_hf.engine.training import TrainingTask, start, train
+
+    steps = config.epochs * math.ceil(len(pairs) / config.batch_size)
+    args = TrainingArguments(output_dir=str(Path(config.output_dir) / "generator"),
+                             per_device_train_batch_size=config.batch_size, learning_rate=config.learning_rate,
+                             num_train_epochs=config.epochs, warmup_steps=min(100, steps // 10), seed=config.seed,
+                             show_progress=False)
+    accelerator = start(args, cpu=config.cpu)
     tokenizer = AutoTokenizer.from_pretrained(config.model)
     model = AutoModelForSeq2SeqLM.from_pretrained(config.model)
     features = [dict(tokenizer(source, text_target=target, truncation=True, max_length=config.max_length))
                 for source, target in pairs]
-    collate = DataCollatorForSeq2Seq(tokenizer, model=model)
-    loader = torch.utils.data.DataLoader(features, batch_size=config.batch_size, shuffle=True, collate_fn=collate,
+    loader = torch.utils.data.DataLoader(features, batch_size=config.batch_size, shuffle=True,
+                                         collate_fn=DataCollatorForSeq2Seq(tokenizer, model=model),
                                          generator=torch.Generator().manual_seed(config.seed))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
-    steps = max(1, config.epochs * len(loader))
-    scheduler = get_linear_schedule_with_warmup(optimizer, min(100, steps // 10), steps)
-    model, optimizer, loader, scheduler = accelerator.prepare(model, optimizer, loader, scheduler)
-    model.train()
-    for epoch in range(config.epochs):
-        total = 0.0
-        for batch in loader:
-            loss = model(**batch).loss
-            accelerator.backward(loss)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            total += loss.item()
-        logger.info("epoch %d: mean loss %.4f", epoch + 1, total / max(1, len(loader)))
-    return accelerator.unwrap_model(model).eval(), tokenizer
+    run = train(TrainingTask(model, loader, loss=lambda model, batch: model(**batch).loss), args, accelerator)
+    return run.unwrapped().eval(), tokenizer
 
 
 def generate(model, tokenizer, sources: Sequence[str], *, num_beams: int = 5, num_return_sequences: int = 1,
@@ -326,13 +319,12 @@ def _discarded_features():
 def _save(output: Path, augmented, dropped, statistics: dict[str, int], config: GenerateFilterConfig) -> None:
     import datasets
 
+    from crop_hf.engine.shards import atomic_write_bytes, save_dataset_dict
     from crop_hf.hub import augmentation_card
-    from crop_hf.synthesis.runner import _save_atomically
-    from crop_hf.synthesis.shards import atomic_write_bytes
 
     output.mkdir(parents=True, exist_ok=True)
-    _save_atomically(datasets.DatasetDict({"train": augmented}), output / "dataset")
-    _save_atomically(datasets.DatasetDict({"train": dropped}), output / "discarded")
+    save_dataset_dict(datasets.DatasetDict({"train": augmented}), output / "dataset")
+    save_dataset_dict(datasets.DatasetDict({"train": dropped}), output / "discarded")
     atomic_write_bytes(output / "statistics.json", json.dumps(statistics, indent=2).encode("utf-8"))
     reasons = {"few_shot": "code-switched parses in the few-shot set", "english": "usable English parses",
                "pairs": "(English, code-switched) training pairs", "sources": "English parses generated from",

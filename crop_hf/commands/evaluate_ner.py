@@ -39,15 +39,15 @@ def run(config: EvaluateNerConfig) -> int:
     import json
     from pathlib import Path
 
-    from crop_hf.evaluation import evaluate_pretrained, format_table
     from crop_hf.labels import parse_label_map
+    from crop_hf.ner.evaluate import evaluate_pretrained, format_ner_table
 
     evaluation = evaluate_pretrained(
         config.model, config.sources, split=config.split, batch_size=config.batch_size,
         max_length=config.max_length, max_samples=config.max_samples, label_map=parse_label_map(config.label_map),
         average_exclude=config.average_exclude or (), drop_unknown_types=config.drop_unknown_types,
         show_progress=config.show_progress)
-    print(format_table(evaluation, per_type=config.per_type))
+    print(format_ner_table(evaluation, per_type=config.per_type))
     if config.output:
         payload = {"model": config.model, **evaluation.to_dict(), "flat": evaluation.flat()}
         Path(config.output).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")

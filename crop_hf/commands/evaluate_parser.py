@@ -38,7 +38,8 @@ def run(config: EvaluateParserConfig) -> int:
 
     from crop_hf.metrics.parsing import format_parse_table
     from crop_hf.modeling import JointIntentSlotModel
-    from crop_hf.parsing.training import evaluate_parser, load_parse_rows
+    from crop_hf.parsing.data import load_parse_rows
+    from crop_hf.parsing.evaluate import evaluate_parser
 
     if not config.sources:
         raise SystemExit("crop-hf evaluate-parser: name the corpora to score with --sources")

@@ -44,12 +44,14 @@ def run(args: EvaluateTranslationArguments) -> int:
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from crop_hf.translation.evaluation import (
+    from crop_hf.translation.data import load_marked_dataset
+    from crop_hf.translation.evaluate import (
         TranslationEvaluation,
         evaluate_translation,
         format_translation_table,
     )
-    from crop_hf.translation.training import _codes, add_marker_tokens, load_marked_dataset
+    from crop_hf.translation.languages import parse_language_codes
+    from crop_hf.translation.marker_tokens import add_marker_tokens
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     data = load_marked_dataset(args.data)
@@ -64,7 +66,7 @@ def run(args: EvaluateTranslationArguments) -> int:
             evaluation.merge(evaluate_translation(
                 model, tokenizer, data, name=name, marker_style=args.marker_style, decodings=args.decodings,
                 batch_size=args.batch_size, num_beams=args.num_beams, max_new_tokens=args.max_new_tokens,
-                language_codes=_codes(args.language_codes), max_samples=args.max_samples))
+                language_codes=parse_language_codes(args.language_codes), max_samples=args.max_samples))
     print(format_translation_table(evaluation))
     if args.output:
         Path(args.output).write_text(json.dumps(evaluation.to_dict(), indent=2) + "\n", encoding="utf-8")

@@ -21,7 +21,8 @@ CONFIG_CLASSES = (GenerateFilterConfig,)
 
 def run(config: GenerateFilterConfig) -> int:
     from crop_hf.augment.generate_filter import generate_and_filter
+    from crop_hf.console import setup_logging
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(logging.INFO)
     print(generate_and_filter(config).report())
     return 0

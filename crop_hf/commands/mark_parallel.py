@@ -81,9 +81,10 @@ def _pairs(args: MarkParallelArguments):
 def run(args: MarkParallelArguments, marking: MarkingConfig) -> int:
     import logging
 
+    from crop_hf.console import setup_logging
     from crop_hf.translation.parallel import mark_parallel
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(logging.INFO)
     try:
         pairs = _pairs(args)
     except (ValueError, FileNotFoundError) as err:

@@ -59,8 +59,8 @@ def run(config: SelfTrainConfig) -> int:
     import logging
     from dataclasses import replace
 
+    from crop_hf.ner.arguments import DataArguments, ModelArguments, NerTrainingArguments, parse_arguments
     from crop_hf.self_training import COMBINATION_RULES, self_train
-    from crop_hf.training import DataArguments, ModelArguments, NerTrainingArguments, parse_arguments
 
     if config.rule not in COMBINATION_RULES:
         raise ValueError(f"rule must be one of {', '.join(COMBINATION_RULES)}, got {config.rule!r}")

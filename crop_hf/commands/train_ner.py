@@ -4,13 +4,13 @@
     accelerate launch -m crop_hf.cli train-ner --model_name_or_path FacebookAI/xlm-roberta-base \
         --train_sources conll5:en --eval_sources conll5:es conll5:nl --output_dir xlmr-base-conll5
 
-The options are the dataclasses of :mod:`crop_hf.training` (``--help`` lists them);
+The options are the dataclasses of :mod:`crop_hf.ner.arguments` (``--help`` lists them);
 ``examples/train_ner.py`` is this command.
 """
 
 from __future__ import annotations
 
-from crop_hf.training.arguments import DataArguments, ModelArguments, NerTrainingArguments
+from crop_hf.ner.arguments import DataArguments, ModelArguments, NerTrainingArguments
 
 CONFIG_CLASSES = (ModelArguments, DataArguments, NerTrainingArguments)
 
@@ -19,7 +19,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Ner
     import logging
 
     from crop_hf.console import setup_logging
-    from crop_hf.training import train_ner
+    from crop_hf.ner.train import train_ner
 
     setup_logging(logging.INFO, fmt="%(asctime)s %(levelname)s %(name)s: %(message)s")
     train_ner(model_args, data_args, training_args)

@@ -15,7 +15,7 @@ Several processes: ``accelerate launch -m crop_hf.cli train-parser ...``.
 
 from __future__ import annotations
 
-from crop_hf.parsing.training import ParserDataArguments, ParserModelArguments, ParserTrainingArguments
+from crop_hf.parsing.arguments import ParserDataArguments, ParserModelArguments, ParserTrainingArguments
 
 CONFIG_CLASSES = (ParserModelArguments, ParserDataArguments, ParserTrainingArguments)
 
@@ -24,9 +24,10 @@ def run(model_args: ParserModelArguments, data_args: ParserDataArguments,
         training_args: ParserTrainingArguments) -> int:
     import logging
 
-    from crop_hf.parsing.training import train_parser
+    from crop_hf.console import setup_logging
+    from crop_hf.parsing.train import train_parser
 
-    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    setup_logging(logging.INFO)
     result = train_parser(model_args, data_args, training_args)
     print(f"trained {result.completed_steps} steps; model in {result.output_dir}")
     return 0

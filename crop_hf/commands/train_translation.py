@@ -4,13 +4,13 @@
         --validation_file marked/val --output_dir m2m100-418M-markers --mixed_precision bf16
     accelerate launch -m crop_hf.cli train-translation run.yaml   # several GPUs
 
-The options are the dataclasses of :mod:`crop_hf.translation.training`; a JSON/YAML file may come
+The options are the dataclasses of :mod:`crop_hf.translation.arguments`; a JSON/YAML file may come
 first. ``examples/train_translation.py`` is the same entry point as a script.
 """
 
 from __future__ import annotations
 
-from crop_hf.translation.training import (
+from crop_hf.translation.arguments import (
     TranslationDataArguments,
     TranslationModelArguments,
     TranslationTrainingArguments,
@@ -23,10 +23,9 @@ def run(model_args: TranslationModelArguments, data_args: TranslationDataArgumen
         training_args: TranslationTrainingArguments) -> int:
     import logging
 
-    from crop_hf.translation.training import train_translation
+    from crop_hf.console import setup_logging
+    from crop_hf.translation.train import train_translation
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "urllib3", "filelock"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    setup_logging(logging.INFO, fmt="%(asctime)s %(levelname)s %(name)s: %(message)s")
     train_translation(model_args, data_args, training_args)
     return 0

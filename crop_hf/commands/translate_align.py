@@ -24,9 +24,11 @@ CONFIG_CLASSES = (TranslateAlignConfig,)
 
 def run(config: TranslateAlignConfig) -> int:
     from crop_hf.augment.translate_align import translate_align
+    from crop_hf.console import progress_bars, setup_logging
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    result = translate_align(config)
+    setup_logging(logging.INFO)
+    with progress_bars(config.show_progress, own_only=True):
+        result = translate_align(config)
     if result.statistics:  # the main process
         print(result.report())
     return 0

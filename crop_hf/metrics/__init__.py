@@ -74,7 +74,7 @@ def projection_scores(
         raise ValueError(f"{len(kept)} kept flags but {len(predictions)} predictions")
     # A dropped sentence scored over "all" is one whose every gold entity was missed: all-O
     # predictions. The scoring itself is evaluation's seqeval scoring, so the two agree.
-    from crop_hf.evaluation import score_tags
+    from crop_hf.ner.evaluate import score_tags
 
     gold_tags: list[list[str]] = []
     projected_tags: list[list[str]] = []

@@ -21,10 +21,11 @@ from __future__ import annotations
 import difflib
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LanguageSetup", "resolve_languages"]
+__all__ = ["LanguageSetup", "parse_language_codes", "resolve_languages"]
 
 logger = logging.getLogger(__name__)
 
@@ -135,3 +136,18 @@ def resolve_languages(tokenizer: Any, src_lang: str | None, tgt_lang: str | None
             type(tokenizer).__name__, src_lang, tgt_lang,
         )
     return LanguageSetup(family, src_lang, tgt_lang)
+
+
+def parse_language_codes(language_codes: Sequence[str] | None) -> dict[str, str]:
+    """``CODE=MODEL_CODE`` items (the ``language_codes`` option) as a mapping from the data's codes to the model's.
+
+    >>> parse_language_codes(["en=eng_Latn", "de=deu_Latn"])
+    {'en': 'eng_Latn', 'de': 'deu_Latn'}
+    """
+    out = {}
+    for item in language_codes or ():
+        code, sep, model_code = item.partition("=")
+        if not sep or not code or not model_code:
+            raise ValueError(f"language_codes entries are CODE=MODEL_CODE (e.g. en=eng_Latn), got {item!r}")
+        out[code] = model_code
+    return out

@@ -4,7 +4,7 @@ Scores are seqeval's entity-level micro precision, recall and F1 (conlleval read
 a stray ``I-X`` starts an entity), overall and per entity type, for each language; the ``avg``
 column is the unweighted mean over languages, as in the CroP paper's tables.
 
->>> from crop_hf.evaluation import score_tags
+>>> from crop_hf.ner.evaluate import score_tags
 >>> s = score_tags([["B-PER", "O", "B-LOC"]], [["B-PER", "O", "O"]])
 >>> round(s.precision, 2), round(s.recall, 2), round(s.f1, 2)
 (1.0, 0.5, 0.67)
@@ -12,7 +12,6 @@ column is the unweighted mean over languages, as in the CroP paper's tables.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -28,11 +27,11 @@ __all__ = [
     "NerEvaluation",
     "evaluate_ner",
     "evaluate_pretrained",
-    "format_table",
+    "format_ner_table",
     "load_eval_sets",
+    "ner_results",
     "predict_tags",
     "score_tags",
-    "write_all_results",
 ]
 
 AVERAGE = "avg"
@@ -262,7 +261,7 @@ def evaluate_pretrained(model_name_or_path: str, specs: Sequence[str], *, split:
     """Load any token-classification model (folder or Hub id) and score it per language on ``specs``.
 
     >>> evaluation = evaluate_pretrained("my-model", ["conll5:es", "conll5:nl"])  # doctest: +SKIP
-    >>> print(format_table(evaluation))  # doctest: +SKIP
+    >>> print(format_ner_table(evaluation))  # doctest: +SKIP
     """
     import torch
     from transformers import AutoModelForTokenClassification, AutoTokenizer
@@ -279,20 +278,18 @@ def evaluate_pretrained(model_name_or_path: str, specs: Sequence[str], *, split:
                         show_progress=show_progress)
 
 
-def format_table(evaluation: NerEvaluation, per_type: bool = True) -> str:
+def format_ner_table(evaluation: NerEvaluation, per_type: bool = True) -> str:
     """A text table: languages (and ``avg``) as columns; P, R, F1 and per-type F1 as rows, in percent."""
-    from crop_hf.tables import format_table as render
-    from crop_hf.tables import score_rows
+    from crop_hf.tables import format_table, score_rows
 
     columns, rows = score_rows(evaluation, per_type)
-    return render([evaluation.split, *columns], rows, align_first="left")
+    return format_table([evaluation.split, *columns], rows, align_first="left")
 
 
-def write_all_results(path: str | Path, evaluations: Sequence[NerEvaluation], extra: Mapping[str, Any] | None = None,
-                      ) -> dict[str, Any]:
-    """Write ``all_results.json``: flat ``<split>_<lang>_<metric>`` keys plus ``extra`` (training figures)."""
+def ner_results(evaluations: Sequence[NerEvaluation], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What NER training writes to ``all_results.json``: ``extra`` (training figures) plus flat
+    ``<split>_<lang>_<metric>`` keys of each evaluation (written by :func:`crop_hf.engine.training.write_all_results`)."""
     results: dict[str, Any] = dict(extra or {})
     for evaluation in evaluations:
         results.update(evaluation.flat())
-    Path(path).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return results

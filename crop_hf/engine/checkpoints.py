@@ -1,9 +1,10 @@
-"""What every crop-hf training loop shares: the AdamW parameter groups, and checkpoints to resume from.
+"""The AdamW parameter groups and the checkpoints of the training engine (:mod:`crop_hf.engine.training`).
 
-The NER, parser and translation loops (:mod:`crop_hf.training`, :mod:`crop_hf.parsing`,
-:mod:`crop_hf.translation.training`) each save ``accelerator.save_state`` folders named
-``step_N``/``epoch_N`` with a :data:`STATE_FILE` written last, so that a folder holding it is a
-whole checkpoint; :func:`find_checkpoint` finds one (``"latest"``: the one with the most steps).
+Every trainer (NER, parser, marker MT, the generate-and-filter generator) runs the engine's loop,
+which saves ``accelerator.save_state`` folders named ``step_N``/``epoch_N`` with a
+:data:`STATE_FILE` written last (``completed_steps``, ``epoch``, ``batches_in_epoch``), so that a
+folder holding it is a whole checkpoint; :func:`find_checkpoint` finds one (``"latest"``: the one
+with the most steps) and :func:`resume_position` says where the loop continues.
 """
 
 from __future__ import annotations

@@ -1,0 +1,83 @@
+"""Options of parser training: the encoder, the corpora of semantic parses, and how to train.
+
+:class:`ParserTrainingArguments` is the engine's :class:`~crop_hf.engine.arguments.TrainingArguments`
+with the parser's defaults (32 utterances a batch, learning rate 3e-5, 10 epochs) and one option of
+its own, ``head_learning_rate``.
+
+>>> from crop_hf.arguments import parse_config
+>>> _, data_args, training_args = parse_config(ARGUMENT_CLASSES, ["--train_sources", "cstop", "--output_dir", "o"])
+>>> data_args.train_sources, training_args.per_device_train_batch_size, training_args.warmup_ratio
+(['cstop'], 32, 0.1)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from crop_hf.engine.arguments import TrainingArguments
+
+__all__ = ["ARGUMENT_CLASSES", "ParserDataArguments", "ParserModelArguments", "ParserTrainingArguments"]
+
+
+@dataclass
+class ParserModelArguments:
+    """The encoder to start from (or a trained parser to continue) and the model's options."""
+
+    model_name_or_path: str = field(
+        default="FacebookAI/xlm-roberta-base",
+        metadata={"help": "Encoder to build the parser on: a Hub id (FacebookAI/xlm-roberta-base; "
+                          "FacebookAI/xlm-roberta-large as in CSTOP's best results) or a folder."})
+    init_from: str | None = field(
+        default=None,
+        metadata={"help": "A parser trained earlier (folder or Hub id) to continue from: the second stage of the "
+                          "staged recipe (English first, then code-switched). Overrides model_name_or_path."})
+    use_crf: bool = field(default=True, metadata={"help": "Score slot tags with a CRF (else per-word softmax)."})
+    slot_loss_weight: float = field(default=1.0, metadata={"help": "Weight of the slot loss against the intent loss."})
+    intent_pooling: str = field(
+        default="first", metadata={"help": "Intent classifier input: 'first' hidden state (CSTOP) or 'mean'."})
+    classifier_dropout: float = field(default=0.1, metadata={"help": "Dropout before both classifiers."})
+
+
+@dataclass
+class ParserDataArguments:
+    """Training and evaluation corpora of semantic parses."""
+
+    train_sources: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Source specs of the training corpora (their train split), e.g. "
+                          "'hinglish_top?data_dir=data/hinglish-top'; add '#en' to train on the English side."})
+    train_weights: list[float] | None = field(
+        default=None, metadata={"help": "Sampling weight of each training source per epoch (default 1 each)."})
+    eval_sources: list[str] = field(
+        default_factory=list, metadata={"help": "Source specs scored after training (default: the train sources)."})
+    eval_split: str | None = field(default="validation", metadata={"help": "Split scored after training."})
+    test_split: str | None = field(default=None, metadata={"help": "Second split scored after training."})
+    few_shot: int | None = field(
+        default=None,
+        metadata={"help": "Train on about N utterances covering every intent and slot label (CSTOP_100: 100)."})
+    few_shot_seed: int = field(
+        default=0, metadata={"help": "Which few-shot draw (CSTOP reports seeds 0, 1 and 2)."})
+    skip_nested: bool = field(
+        default=False,
+        metadata={"help": "Leave out training rows whose gold tree nests intents in slots (a 'nested' column)."})
+    max_seq_length: int = field(default=128, metadata={"help": "Sub-word limit per utterance."})
+    max_train_samples: int | None = field(
+        default=None, metadata={"help": "Keep only the first N rows of each training source (debugging)."})
+    max_eval_samples: int | None = field(
+        default=None, metadata={"help": "Keep only the first N rows of each evaluation split (debugging)."})
+
+
+@dataclass
+class ParserTrainingArguments(TrainingArguments):
+    """Optimisation, time budget, checkpointing and publishing (the engine's options, with parser defaults)."""
+
+    per_device_train_batch_size: int = field(default=32, metadata={"help": "Utterances per batch and process."})
+    learning_rate: float = field(default=3e-5, metadata={"help": "Peak learning rate of AdamW."})
+    num_train_epochs: float = field(default=10.0, metadata={"help": "Passes over the (weighted) training mix."})
+    head_learning_rate: float | None = field(
+        default=None,
+        metadata={"help": "Learning rate of the new heads and CRF (default: learning_rate); pretrained encoders "
+                          "often train better with heads at 10-100x the encoder's rate."})
+
+
+ARGUMENT_CLASSES = (ParserModelArguments, ParserDataArguments, ParserTrainingArguments)

@@ -1,0 +1,233 @@
+"""Training the joint intent + slot parser with Accelerate: sources, staged recipe, few-shot, resume, card.
+
+:func:`train_parser` runs the whole recipe behind ``examples/train_parser.py`` and
+``crop-hf train-parser`` on the training engine (:mod:`crop_hf.engine.training`):
+
+* **sources** (:mod:`crop_hf.parsing.data`): source specs as NER training reads them (``hinglish_top?data_dir=...``, ``cstop``,
+  ``top:v2?domains=weather``, ``hub:NAME[:CONFIG]``, ``disk:PATH``; see
+  :func:`crop_hf.data.sources.parse_source_spec`) with mixing weights. Each corpus has
+  ``tokens``, ``intent`` and ``slot_tags`` columns; ``#en`` after a spec reads the English side of a
+  parallel corpus instead (``en_tokens``, ``en_intent``, ``en_slot_tags``, as Hinglish-TOP has them).
+* **staged recipe** (CSTOP): fine-tune on English, then continue from that model on code-switched
+  data with ``init_from``; labels the first stage did not see are added to the heads.
+* **few-shot** (CSTOP_100): ``few_shot=100`` trains on a sample covering every intent and slot label
+  (:func:`crop_hf.parsing.fewshot.few_shot_indices`), ``few_shot_seed`` picks one of the draws.
+* **checkpoints** every N steps or epoch (``accelerator.save_state``) and exact resume; the model,
+  tokenizer, ``all_results.json`` and a model card in ``output_dir``; ``push_to_hub``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crop_hf.engine.arguments import hyperparameters
+from crop_hf.engine.training import TrainingTask, start, train
+from crop_hf.parsing.arguments import ParserDataArguments, ParserModelArguments, ParserTrainingArguments
+from crop_hf.parsing.data import encode_rows, label_sets, load_parse_rows, split_side
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ParserTrainingResult", "train_parser"]
+
+
+@dataclass
+class ParserTrainingResult:
+    """What :func:`train_parser` did: output folder, steps, losses and scores per split."""
+
+    output_dir: Path
+    completed_steps: int
+    step_losses: list[float] = field(default_factory=list)
+    scores: dict[str, dict[str, Any]] = field(default_factory=dict)  # split -> source -> parse_scores
+    #: learning-curve points (``eval_steps``/``eval_minutes``/``max_train_minutes``): step, minutes, loss, scores
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _extend_labels(model, intents: list[str], tags: list[str]):
+    """Grow the heads (and CRF) of a trained parser to new labels, keeping what it learned for the old ones."""
+    import torch
+
+    from crop_hf.modeling import JointIntentSlotModel
+
+    old = model.config
+    if list(old.intent_labels) == intents and list(old.slot_labels) == tags:
+        return model
+    logger.info("extending the parser's labels: %d -> %d intents, %d -> %d slot tags",
+                len(old.intent_labels), len(intents), len(old.slot_labels), len(tags))
+    config = old.__class__(**{**old.to_dict(), "intent_labels": intents, "slot_labels": tags})
+    grown = JointIntentSlotModel(config)
+    state = model.state_dict()
+    new_state = grown.state_dict()
+    intent_rows = [intents.index(n) for n in old.intent_labels]
+    tag_rows = [tags.index(n) for n in old.slot_labels]
+    with torch.no_grad():
+        for key, value in state.items():
+            target = new_state[key]
+            if key.startswith("intent_classifier."):
+                target[intent_rows] = value
+            elif key.startswith("slot_classifier."):
+                target[tag_rows] = value
+            elif key == "crf.transitions":
+                target[torch.tensor(tag_rows).unsqueeze(1), torch.tensor(tag_rows)] = value
+            elif key.startswith("crf."):
+                target[tag_rows] = value
+            else:
+                target.copy_(value)
+    grown.load_state_dict(new_state)
+    return grown
+
+
+def _load_model(model_args: ParserModelArguments, parts):
+    from transformers import AutoTokenizer
+
+    from crop_hf.modeling import JointIntentSlotModel
+
+    if model_args.init_from:
+        model = JointIntentSlotModel.from_pretrained(model_args.init_from)
+        tokenizer = AutoTokenizer.from_pretrained(model_args.init_from)
+        intents, tags = label_sets(parts, model.config)
+        return tokenizer, _extend_labels(model, intents, tags)
+    intents, tags = label_sets(parts)
+    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    model = JointIntentSlotModel.from_encoder(
+        model_args.model_name_or_path, intents, tags, use_crf=model_args.use_crf,
+        slot_loss_weight=model_args.slot_loss_weight, intent_pooling=model_args.intent_pooling,
+        classifier_dropout=model_args.classifier_dropout)
+    return tokenizer, model
+
+
+def _optimizer(model, training_args: ParserTrainingArguments):
+    import torch
+
+    from crop_hf.engine.checkpoints import adamw
+
+    if training_args.head_learning_rate is None:
+        return adamw(model, training_args.learning_rate, training_args.weight_decay)
+    head = [p for n, p in model.named_parameters() if not n.startswith("encoder.") and p.requires_grad]
+    encoder = [p for n, p in model.named_parameters() if n.startswith("encoder.") and p.requires_grad]
+    return torch.optim.AdamW([
+        {"params": encoder, "weight_decay": training_args.weight_decay},
+        {"params": head, "weight_decay": 0.0, "lr": training_args.head_learning_rate},
+    ], lr=training_args.learning_rate)
+
+
+def train_parser(model_args: ParserModelArguments, data_args: ParserDataArguments,
+                 training_args: ParserTrainingArguments, *, datasets: Mapping[str, Any] | None = None,
+                 accelerator=None) -> ParserTrainingResult:
+    """Fine-tune a joint intent + slot parser on a weighted mix of corpora, then score it.
+
+    ``datasets`` maps source specs (without ``#side``) to ``Dataset``/``DatasetDict`` objects already
+    in memory; other specs are loaded. Writes the model, tokenizer, ``all_results.json``, a model card
+    (``README.md``) and ``step_N``/``epoch_N`` checkpoints to ``output_dir``.
+    """
+    import torch
+    from datasets import concatenate_datasets
+    from torch.utils.data import DataLoader
+
+    from crop_hf.data.sources import WeightedMixSampler
+    from crop_hf.metrics.parsing import format_parse_table
+    from crop_hf.parsing.evaluate import evaluate_parser
+    from crop_hf.parsing.fewshot import few_shot_indices
+    from crop_hf.parsing.predict import collate
+
+    output_dir = Path(training_args.output_dir)
+    training_args.checkpoint_every()  # a malformed value fails before any loading
+    accelerator = start(training_args, accelerator)
+    datasets = dict(datasets or {})
+    if not data_args.train_sources:
+        raise ValueError("no training corpora: pass train_sources (e.g. 'hinglish_top?data_dir=...')")
+    weights = data_args.train_weights or [1.0] * len(data_args.train_sources)
+    if len(weights) != len(data_args.train_sources):
+        raise ValueError(f"{len(weights)} train_weights for {len(data_args.train_sources)} train_sources")
+
+    with accelerator.main_process_first():
+        parts = []
+        for spec in data_args.train_sources:
+            rows = load_parse_rows(spec, "train", dataset=datasets.get(split_side(spec)[0]))
+            if data_args.skip_nested and "nested" in rows.column_names:
+                rows = rows.filter(lambda row: not row["nested"], desc="leaving out nested trees")
+            if data_args.max_train_samples is not None:
+                rows = rows.select(range(min(data_args.max_train_samples, len(rows))))
+            if data_args.few_shot:
+                picked = few_shot_indices(rows["intent"], rows["slot_tags"], data_args.few_shot,
+                                          data_args.few_shot_seed)
+                rows = rows.select(picked)
+                logger.info("%s: few-shot sample of %d utterances (seed %d)", spec, len(rows), data_args.few_shot_seed)
+            parts.append(rows)
+    tokenizer, model = _load_model(model_args, parts)
+    with accelerator.main_process_first():
+        encoded = [encode_rows(rows, tokenizer, model, data_args.max_seq_length) for rows in parts]
+    train_rows = concatenate_datasets(encoded)
+    sampler = WeightedMixSampler([len(p) for p in encoded], weights, seed=training_args.seed)
+    if len(sampler) == 0:
+        raise ValueError("the training mix is empty (check train_sources, train_weights and max_train_samples)")
+    train_loader = DataLoader(train_rows, batch_size=training_args.per_device_train_batch_size, sampler=sampler,
+                              collate_fn=lambda rows: collate(rows, tokenizer.pad_token_id),
+                              generator=torch.Generator().manual_seed(training_args.seed))
+    eval_sources = data_args.eval_sources or list(data_args.train_sources)
+
+    def score(current, split: str) -> dict[str, Any]:
+        """``{spec: parse_scores}`` of ``split`` of each evaluation source (main process only)."""
+        scores: dict[str, Any] = {}
+        for spec in eval_sources:
+            try:
+                rows = load_parse_rows(spec, split, dataset=datasets.get(split_side(spec)[0]))
+            except KeyError:
+                if data_args.eval_sources:  # asked for by name: a missing split is an error
+                    raise
+                logger.warning("%s has no %s split; not scored", spec, split)
+                continue
+            if data_args.max_eval_samples is not None:
+                rows = rows.select(range(min(data_args.max_eval_samples, len(rows))))
+            scores[spec], _ = evaluate_parser(current, tokenizer, rows,
+                                              batch_size=training_args.per_device_eval_batch_size,
+                                              max_length=data_args.max_seq_length)
+        return scores
+
+    def learning_curve_scores(current) -> dict[str, Any] | None:
+        split = data_args.eval_split or data_args.test_split
+        if not split or not accelerator.is_main_process:
+            return None
+        was_training = current.training
+        current.eval()
+        with torch.no_grad():
+            scores = score(current, split)
+        current.train(was_training)
+        return scores
+
+    logger.info("training the parser: %d utterances per epoch, %d intents, %d slot tags",
+                len(sampler), len(model.config.intent_labels), len(model.config.slot_labels))
+    run = train(TrainingTask(model, train_loader, loss=lambda model, batch: model(**batch).loss,
+                             optimizer=_optimizer(model, training_args), evaluate=learning_curve_scores),
+                training_args, accelerator)
+    model = run.save_model(tokenizer)
+
+    scores: dict[str, dict[str, Any]] = {}
+    for split in (data_args.eval_split, data_args.test_split):
+        if not split or not accelerator.is_main_process:
+            continue
+        scores[split] = score(model, split)
+        for spec, result in scores[split].items():
+            print(f"{spec} ({split})\n{format_parse_table(result)}", flush=True)
+        if not scores[split]:
+            del scores[split]
+
+    results: dict[str, Any] = {"train_steps": run.completed_steps, "train_utterances_per_epoch": len(sampler),
+                               "train_loss": run.train_loss, "scores": scores}
+    if run.history:
+        results["history"] = run.history
+
+    def card():
+        from crop_hf.hub import parser_model_card
+
+        return parser_model_card(
+            model_name=training_args.hub_model_id or output_dir.name, config=model.config,
+            train_sources=list(zip(data_args.train_sources, weights, [len(p) for p in parts], strict=True)),
+            init_from=model_args.init_from, scores=scores,
+            hyperparameters=hyperparameters(model_args, data_args, training_args))
+
+    run.publish(results, card=card, commit_message="Upload semantic parser trained with crop-hf")
+    return ParserTrainingResult(output_dir, run.completed_steps, run.step_losses, scores, run.history)
