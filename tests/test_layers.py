@@ -10,12 +10,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "crop_hf"
 #: Lowest first. A module may import from its own layer and the ones below (CONTRIBUTING.md).
 LAYERS: list[set[str]] = [
     {"labels", "markers", "seqlogical", "arguments", "tables", "_registration", "model_cards", "resources", "errors", "console"},
-    {"alignment", "hub", "cards", "engine"},
+    {"alignment", "hub", "engine"},
     {"data"},
     {"translation", "projection", "modeling"},
     {"ner", "metrics"},
     {"synthesis", "self_training", "report", "augment", "parsing"},
-    {"tiny", "demo_models"},
+    {"demo_models"},
     {"commands", "cli"},
 ]
 
