@@ -59,10 +59,13 @@ def _source_hash(cls: type) -> str:
 
 
 def _files_hash(data_dir: str | os.PathLike | None) -> str:
-    """A digest of every file under ``data_dir``: relative path, size and modification time.
+    """A digest of every file under ``data_dir``: relative path, size, modification and status-change time.
 
     Part of the cache key, so that editing, adding or replacing a release file builds a fresh
-    cache instead of returning the rows of the old file. Stat only: nothing is read.
+    cache instead of returning the rows of the old file. The status-change time (``st_ctime_ns``
+    on POSIX) catches what size and modification time miss: a same-size edit by a tool that
+    restores the old modification time (``cp -p``, ``rsync -a``, unpacking an archive). Stat
+    only: nothing is read.
     """
     digest = hashlib.sha256()
     if data_dir is None or "://" in str(data_dir) or not Path(data_dir).is_dir():
@@ -70,7 +73,8 @@ def _files_hash(data_dir: str | os.PathLike | None) -> str:
     root = Path(data_dir)
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         stat = path.stat()
-        digest.update(f"{path.relative_to(root).as_posix()}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+        digest.update(f"{path.relative_to(root).as_posix()}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ctime_ns}\n"
+                      .encode())
     return digest.hexdigest()[:16]
 
 
@@ -80,11 +84,11 @@ class CropBuilder(datasets.GeneratorBasedBuilder):
     The cache key covers everything that decides the rows: the builder's options (``datasets``
     puts them in the config id), the source of the builder and its readers (as ``datasets`` does
     for loading scripts, so a cache written by an older version of the code is not reused) and
-    the path, size and modification time of every file under ``data_dir`` (so an edited release
-    file is read again). After :meth:`download_and_prepare`, :attr:`skipped_records` maps each
-    split to what ``skip_bad_records`` dropped. A split in which every record was skipped is an
-    error naming the files and the counts, raised while the split is generated, so no cache is
-    written for it.
+    the path, size, modification and status-change time of every file under ``data_dir`` (so an
+    edited release file is read again). After :meth:`download_and_prepare`,
+    :attr:`skipped_records` maps each split to what ``skip_bad_records`` dropped. A split in which
+    every record was skipped is an error naming the files and the counts, raised while the split
+    is generated, so no cache is written for it.
     """
 
     BUILDER_CONFIG_CLASS = CropBuilderConfig
