@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
@@ -24,21 +25,30 @@ def _load(folder):
     return AutoTokenizer.from_pretrained(folder), AutoModelForSeq2SeqLM.from_pretrained(folder)
 
 
-def test_markers_become_single_special_tokens_at_the_noisy_mean(bare_m2m100):
+def test_markers_become_single_special_tokens_at_the_noisy_mean(bare_m2m100, caplog):
     tokenizer, model = _load(bare_m2m100)
-    before = model.get_input_embeddings().weight.detach().clone()
+    embeddings = model.get_input_embeddings().weight
+    with torch.no_grad():  # dimensions of very different mean and spread, as pretrained embeddings have
+        width = embeddings.shape[1]
+        embeddings.mul_(torch.logspace(-2, 1, width)).add_(torch.linspace(-3, 3, width))
+    before = embeddings.detach().clone()
     assert len(tokenizer.tokenize("__SLOT3__")) > 1
-    added = add_marker_tokens(tokenizer, model, "crop", 4, seed=0)
+    with caplog.at_level(logging.INFO, logger="crop_hf.translation.marker_tokens"):
+        added = add_marker_tokens(tokenizer, model, "crop", 4, seed=0)
+    assert "added 4 marker tokens (__SLOT0__ ... __SLOT3__) as special tokens" in caplog.messages
     assert tokenizer.convert_ids_to_tokens(added) == ["__SLOT0__", "__SLOT1__", "__SLOT2__", "__SLOT3__"]
     assert set(added) <= set(tokenizer.all_special_ids)
     assert tokenizer.tokenize("a __SLOT3__ b").count("__SLOT3__") == 1
     rows = model.get_input_embeddings().weight.detach()[added]
-    mean, std = before.mean(0), before.std(0)
-    # within noise of a tenth of a standard deviation of the mean, and not all the same vector
-    assert torch.all((rows - mean).abs() <= 0.6 * std + 1e-6)
+    untouched = [i for i in range(before.shape[0]) if i not in added]
+    mean, std = before[untouched].mean(0), before[untouched].std(0)
+    # each dimension within noise of a tenth of its own spread around its own mean ...
+    assert torch.all((rows - mean).abs() <= 0.6 * std)
+    # ... the noise really scaled per dimension (a spread of 0.01 and one of 10 both show) ...
+    assert ((rows - mean).abs() / std).mean() > 0.02
+    # ... and the slots start apart from each other
     assert torch.cdist(rows, rows)[~torch.eye(4, dtype=torch.bool)].min() > 1e-3
     # the old rows are untouched; the output layer (tied in M2M100) predicts the new tokens too
-    untouched = [i for i in range(before.shape[0]) if i not in added]
     assert torch.equal(model.get_input_embeddings().weight.detach()[untouched], before[untouched])
     assert model.get_output_embeddings().weight.shape[0] >= len(tokenizer)
     assert add_marker_tokens(tokenizer, model, "crop", 4) == []  # idempotent
@@ -87,6 +97,8 @@ def test_marker_ids_and_decoding_keep_markers_and_drop_other_special_tokens(bare
     text = tokenizer("ich __SLOT1__ Paris __SLOT1__").input_ids
     assert tokenizer.eos_token_id in text and tokenizer.convert_ids_to_tokens(text[0]).startswith("__")
     decoded = vocabulary.decode(tokenizer, [text])[0]
+    # tokenizer clean-up would glue punctuation to the word before it; decoding keeps the text as spelled
+    assert vocabulary.decode(tokenizer, [tokenizer("Paris , ja").input_ids])[0].endswith("Paris , ja")
     # added tokens decode glued to their neighbours; the pipeline's marker extraction copes with that
     assert re.sub(r"(__SLOT\d+__)", r" \1 ", decoded).split() == ["ich", "__SLOT1__", "Paris", "__SLOT1__"]
 
