@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                              "marker completeness, slot accuracy, BLEU, chrF of translation models"),
     "generate-filter": ("crop_hf.commands.generate_filter", "English parses to code-switched parses with a fine-tuned seq2seq model, filtered (CSTOP)"),
     "translate-align": ("crop_hf.commands.translate_align", "English bracket parses to target-language parses (CSTOP's translate-and-align)"),
+    "evaluate-projection": ("crop_hf.commands.evaluate_projection",
+                            "every projection method and aligner scored against a gold-tagged translation"),
 }
 
 

@@ -18,6 +18,7 @@ from crop_hf.data.readers import (
     read_bioes,
     read_conll,
     read_conllu_ner,
+    read_europarl_ner,
     read_panx,
     read_semantic_parses,
 )
@@ -428,3 +429,38 @@ def test_bioes_reads_the_tab_separated_nodalida_columns():
         "a.bioes", 1, "5 non-empty columns with the tag last", "1\tx\tx\tX\tO\tO", "columns")
     assert _error(read_bioes, "a.bioes", "1\tx\tx\tX\tS-PRS\n", label_map={"PRS": "FOO"}) == (
         "a.bioes", 1, "a tag among O, B-PER, I-PER, B-ORG, I-ORG, B-LOC, I-LOC, B-MISC, I-MISC", "B-FOO", "label")
+
+
+# --- Europarl-NER ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("lang", "entities", "first"), [("en", 702, ["Resumption", "of", "the", "session"]),
+                                                        ("de", 693, ["Wiederaufnahme", "der", "Sitzungsperiode"])])
+def test_the_real_europarl_ner_files_hold_799_sentences_and_the_documented_entities(shared_data, lang, entities, first):
+    sentences = list(read_europarl_ner(shared_data / f"europarl-ner/{lang}-europarl.test.conll02"))
+    assert len(sentences) == 799
+    assert sum(tag.startswith("B-") for s in sentences for tag in s.tags) == entities
+    assert sentences[0].tokens == first and sentences[0].line == 1
+    assert [s.tokens[:2] for s in sentences[1:2]] == [["I", "declare"] if lang == "en" else ["Ich", "erkläre"]]
+
+
+@pytest.mark.parametrize(("text", "line", "reason"), [
+    ("Resumption\tO\n\nI\tO\nmet\tO\tO\n", 4, "columns"),          # three columns
+    ("Resumption\tO\n\nI\tO\nParis\tB-CITY\n", 4, "label"),       # a type not among PER ORG LOC MISC
+    ("Paris\tS-LOC\n", 1, "tag"),                                  # not IOB2
+    ("Paris B-LOC\n", 1, "columns"),                               # space, not tab
+])
+def test_a_malformed_line_names_the_file_and_the_line(tmp_path, text, line, reason):
+    path = tmp_path / "de-europarl.test.conll02"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(FormatError) as error:
+        list(read_europarl_ner(path))
+    assert f"{path}:{line}" in str(error.value)
+    assert error.value.reason == reason
+
+
+def test_a_file_that_is_not_utf8_is_an_error_at_its_line(tmp_path):
+    path = tmp_path / "en-europarl.test.conll02"
+    path.write_bytes("Paris\tB-LOC\n\nK\xf6ln\tB-LOC\n".encode("latin-1"))
+    with pytest.raises(FormatError, match=f"{path}:3"):
+        list(read_europarl_ner(path))

@@ -147,3 +147,44 @@ def test_scheme_language_and_tokenization_reach_the_readers():
     for options in ({"tokenization": "characters"}, {"lang": "zh"}):
         chars = project_alignment(["Paris"], ["B-LOC"], "inParis", links, **options)
         assert chars.tokenization == "characters" and chars.tags == ["O", "O", "B-LOC"] + ["I-LOC"] * 4
+
+
+def test_trim_edges_drops_edge_words_linked_as_much_outside_every_span():
+    # "Member States are responsible": "Mitgliedstaaten sind verantwortlich"
+    source, tags = ["Member", "States", "are", "responsible"], ["B-ORG", "I-ORG", "O", "O"]
+    target = ["Mitgliedstaaten", "sind", "verantwortlich"]
+    # "sind" is linked to "States" once and to "are" once: as much outside as inside → trimmed
+    links = [(0, 0), (1, 0), (1, 1), (2, 1), (3, 2)]
+    assert project_alignment(source, tags, target, links).tags == ["B-ORG", "I-ORG", "O"]
+    assert project_alignment(source, tags, target, links, trim_edges=True).tags == ["B-ORG", "O", "O"]
+    # two links from the span against one from outside: "sind" stays
+    stronger = [(0, 0), (0, 1), (1, 1), (2, 1), (3, 2)]
+    assert project_alignment(source, tags, target, stronger, trim_edges=True).tags == ["B-ORG", "I-ORG", "O"]
+    # a word of the middle is never trimmed, and the last word standing is kept
+    middle = [(0, 0), (2, 1), (1, 2)]
+    assert project_alignment(source, tags, target, middle, fill_gaps=1, trim_edges=True).tags == \
+        ["B-ORG", "I-ORG", "I-ORG"]
+    alone = [(0, 1), (2, 1)]
+    assert project_alignment(source, tags, target, alone, trim_edges=True).tags == ["O", "B-ORG", "O"]
+
+
+def test_trim_edges_removes_a_filled_gap_left_at_the_edge_but_keeps_one_word():
+    source, tags = ["the", "Dutch", "station"], ["O", "B-MISC", "O"]
+    target = ["ein", "niederländischer", "Sender"]
+    # the span's links: word 1 (twice) and word 2 (once), the latter also linked to "station" twice
+    links = [(0, 0), (1, 1), (1, 2), (2, 2), (2, 2)]
+    assert project_alignment(source, tags, target, links, trim_edges=True).tags == ["O", "B-MISC", "O"]
+
+
+def test_one_word_keeps_only_the_best_linked_target_word_of_a_one_word_span():
+    source, tags = ["a", "Dutch", "broadcaster", "in", "New", "York"], ["O", "B-MISC", "O", "O", "B-LOC", "I-LOC"]
+    target = ["ein", "niederländischer", "Sender", "in", "New", "York"]
+    links = [(0, 0), (1, 1), (1, 2), (2, 2), (1, 1), (3, 3), (4, 4), (5, 5), (4, 3)]
+    assert project_alignment(source, tags, target, links).tags == \
+        ["O", "B-MISC", "I-MISC", "B-LOC", "I-LOC", "I-LOC"]
+    assert project_alignment(source, tags, target, links, one_word=True).tags == \
+        ["O", "B-MISC", "O", "B-LOC", "I-LOC", "I-LOC"]  # the first aligned word; two-word spans keep all
+    later = [(1, 2), (1, 5)]  # pieces too: one word of all of them, the first
+    result = project_alignment(source, tags, target, later, one_word=True)
+    assert result.tags == ["O", "O", "B-MISC", "O", "O", "O"] and result.statuses[0].status == "split"
+    assert project_alignment(source, tags, target, later).tags == ["O", "O", "B-MISC", "O", "O", "B-MISC"]

@@ -152,3 +152,67 @@ def test_language_and_tokenization_reach_the_target_tokenizer():
         result = project_hybrid(["Paris"], ["B-LOC"], "inParis", [], **options)
         assert result.tokenization == "characters" and result.tags == ["O", "O", "B-LOC"] + ["I-LOC"] * 4
     assert project_hybrid(["Paris"], ["B-LOC"], "inParis", []).tags == ["O"]  # words: not found
+
+
+def test_the_fuzzy_pass_places_names_spelled_alike_before_the_alignment():
+    source, tags = ["Parliament", "supports", "Indonesia"], ["B-ORG", "O", "B-LOC"]
+    target = ["Das", "Parlament", "unterstützt", "Indonesien"]
+    links = [(0, 1), (1, 2), (2, 2)]  # a wrong link: Indonesia → unterstützt
+    plain = project_hybrid(source, tags, target, links)
+    assert plain.tags == ["O", "B-ORG", "B-LOC", "O"]
+    fuzzy = project_hybrid(source, tags, target, links, fuzzy=80)
+    assert fuzzy.tags == ["O", "B-ORG", "O", "B-LOC"]
+    assert [(e.text, e.match, e.score) for e in fuzzy.entities] == [("Parlament", "fuzzy", 94.74),
+                                                                  ("Indonesien", "fuzzy", 84.21)]
+    assert [s.status for s in fuzzy.statuses] == ["fuzzy", "fuzzy"] and fuzzy.complete
+    # above the threshold only: at 85 "Indonesien" (84.21) is left to the alignment
+    assert project_hybrid(source, tags, target, links, fuzzy=85).tags == ["O", "B-ORG", "B-LOC", "O"]
+    # case and hyphens: "Millennium bug" is the "Millenium-Bug"
+    found = project_hybrid(["the", "Millennium", "bug"], ["O", "B-MISC", "I-MISC"], ["der", "Millenium-Bug"], [],
+                           fuzzy=80)
+    assert found.tags == ["O", "B-MISC"]
+    # never a token that an exact match took
+    exact = project_hybrid(["Oslo", "and", "Osloer"], ["B-LOC", "O", "B-MISC"], ["Oslo", "und"], [], fuzzy=50)
+    assert exact.tags == ["B-LOC", "O"] and [s.status for s in exact.statuses] == ["found", "unaligned"]
+
+
+def test_hybrid_passes_trim_edges_and_one_word_to_its_alignment_pass():
+    source, tags = ["a", "Dutch", "broadcaster"], ["O", "B-MISC", "O"]
+    target = ["ein", "holländischer", "Sender"]
+    links = [(0, 0), (1, 1), (1, 2), (2, 2)]
+    assert project_hybrid(source, tags, target, links).tags == ["O", "B-MISC", "I-MISC"]
+    assert project_hybrid(source, tags, target, links, one_word=True).tags == ["O", "B-MISC", "O"]
+    assert project_hybrid(source, tags, target, links, trim_edges=True).tags == ["O", "B-MISC", "O"]
+    example = ProjectionExample(tokenize_target(target), source_tokens=source, source_spans=tags_to_spans(tags),
+                                alignment=links)
+    assert project_examples("hybrid", [example], one_word=True, fuzzy=None)[0].tags == ["O", "B-MISC", "O"]
+
+
+def test_a_method_name_may_carry_options_everywhere_a_method_is_named():
+    from crop_hf.projection.methods import get_method, parse_method
+
+    assert parse_method("hybrid?trim_edges=true&fuzzy=80&pieces=split&x=0.5&y=none") == (
+        "hybrid", {"trim_edges": True, "fuzzy": 80, "pieces": "split", "x": 0.5, "y": None})
+    assert get_method("hybrid?one_word=true").name == "hybrid"
+    with pytest.raises(ValueError, match="takes no option"):
+        get_method("alignment?fuzzy=80")
+    with pytest.raises(ValueError, match="expected key=value"):
+        get_method("hybrid?one_word")
+    source, tags = ["a", "Dutch", "broadcaster"], ["O", "B-MISC", "O"]
+    target, links = ["ein", "holländischer", "Sender"], [(0, 0), (1, 1), (1, 2), (2, 2)]
+    example = lambda: ProjectionExample(tokenize_target(target), source_tokens=source,  # noqa: E731
+                                        source_spans=tags_to_spans(tags), alignment=links)
+    assert project_examples("hybrid?one_word=true", [example()])[0].tags == ["O", "B-MISC", "O"]
+    # an option given by name wins over the one written in the method
+    assert project_examples("hybrid?one_word=true", [example()], one_word=False)[0].tags == ["O", "B-MISC", "I-MISC"]
+    projector = ProjectionPipeline(method="hybrid?one_word=true")
+    out = projector({"source_tokens": source, "source_tags": tags, "target": target, "alignment": links})
+    assert out["tags"] == ["O", "B-MISC", "O"]
+    out = projector({"source_tokens": source, "source_tags": tags, "target": target, "alignment": links},
+                    method="hybrid")
+    assert out["tags"] == ["O", "B-MISC", "I-MISC"]
+    from crop_hf.augment.translate_align import TranslateAlignConfig
+
+    assert TranslateAlignConfig(input="in", output_dir="out", tgt_lang="de", method="hybrid?one_word=true").method
+    with pytest.raises(ValueError, match="takes no option"):
+        TranslateAlignConfig(input="in", output_dir="out", tgt_lang="de", method="hybrid?bogus=1")

@@ -28,6 +28,7 @@ BUILDERS: dict[str, tuple[str, str]] = {
     "cstop": ("crop_hf.data.cstop", "Cstop"),
     "top": ("crop_hf.data.top", "Top"),
     "hinglish_top": ("crop_hf.data.hinglish_top", "HinglishTop"),
+    "europarl_ner": ("crop_hf.data.europarl_ner", "EuroparlNer"),
 }
 
 

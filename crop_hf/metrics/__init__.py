@@ -10,6 +10,10 @@
 >>> scores["precision"], scores["recall"], scores["kept_rate"]
 (1.0, 0.5, 0.5)
 
+* :func:`evaluate_projection` (:mod:`crop_hf.metrics.projection`) — every projection method and
+  aligner scored against a gold-tagged translation in one table (``crop-hf evaluate-projection``),
+  with :func:`~crop_hf.metrics.projection.projection_errors`, the error breakdown.
+
 * :func:`crop_hf.metrics.parsing.parse_scores` — semantic parsing as CSTOP scores it: exact match
   of bracket parses, intent accuracy and slot micro-F1, overall, per domain and on nested gold trees.
 
@@ -25,7 +29,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["EVALUATE_MODULES", "path", "projection_scores"]
+from crop_hf.metrics.projection import evaluate_projection, projection_errors
+
+__all__ = ["EVALUATE_MODULES", "evaluate_projection", "path", "projection_errors", "projection_scores"]
 
 #: The ``evaluate`` modules shipped in this package (each a folder beside this file).
 EVALUATE_MODULES = ("exact_match_parse", "intent_accuracy", "slot_f1")

@@ -29,7 +29,7 @@ from crop_hf.projection.lexical import PassState, Repeated, exact_pass, finish_p
 from crop_hf.projection.result import ProjectionResult
 from crop_hf.projection.target import Normalizer, TargetSentence, Tokenization
 
-__all__ = ["project_fuzzy"]
+__all__ = ["fuzzy_pass", "project_fuzzy"]
 
 
 def _candidate_runs(state: PassState, max_chars: int) -> list[tuple[int, int, str]]:
@@ -79,6 +79,11 @@ def _fuzzy_pass(state: PassState, threshold: float) -> None:
         k = missing[row]
         state.statuses[k] = "fuzzy"
         state.projected.append(state.matcher.entity(start, end, state.entities[k].label, k, "fuzzy", -negative_score))
+
+
+def fuzzy_pass(state: PassState, threshold: float) -> None:
+    """The similarity pass on its own: place the entities of ``state`` still ``"missing"`` (hybrid projection runs it too)."""
+    _fuzzy_pass(state, threshold)
 
 
 def project_fuzzy(

@@ -8,7 +8,9 @@ given) lexically first) and options, and returns a :class:`~crop_hf.projection.P
 have no alignment yet (eflomal and embedding aligners both work best on many pairs at once).
 
 A new method is one :class:`ProjectionMethod` row in :data:`PROJECTION_METHODS`; callers never
-switch on method names.
+switch on method names. Wherever a method is named (``method=`` of the pipeline, synthesis,
+translate-and-align, ``crop-hf evaluate-projection --methods``) it may carry options the way a source
+spec does: ``"hybrid?trim_edges=true&one_word=true&fuzzy=80"`` (:func:`parse_method`).
 
 >>> from crop_hf.projection.methods import ProjectionExample, project_examples
 >>> from crop_hf.projection import tokenize_target
@@ -37,6 +39,7 @@ __all__ = [
     "ProjectionMethod",
     "align_missing",
     "get_method",
+    "parse_method",
     "project_examples",
     "word_spans",
 ]
@@ -109,20 +112,57 @@ PROJECTION_METHODS: dict[str, ProjectionMethod] = {
         ProjectionMethod("lexical", _lexical, _MATCHING_OPTIONS, uses_alignment=False, drop_incomplete=True),
         ProjectionMethod("fuzzy", _fuzzy, (*_MATCHING_OPTIONS, "threshold"), uses_alignment=False,
                          drop_incomplete=True),
-        ProjectionMethod("alignment", _alignment, ("fill_gaps", "pieces", "drop_incomplete"), uses_alignment=True,
-                         drop_incomplete=False),
-        ProjectionMethod("hybrid", _hybrid, ("nfkc", "strip_punctuation", "fill_gaps", "pieces", "drop_incomplete"),
+        ProjectionMethod("alignment", _alignment, ("fill_gaps", "pieces", "trim_edges", "one_word", "drop_incomplete"),
                          uses_alignment=True, drop_incomplete=False),
+        ProjectionMethod("hybrid", _hybrid, ("nfkc", "strip_punctuation", "fill_gaps", "pieces", "trim_edges",
+                                             "one_word", "fuzzy", "drop_incomplete"), uses_alignment=True, drop_incomplete=False),
     )
 }
 
 
+def _option_value(text: str) -> Any:
+    """``true``/``false``/``none`` and numbers as Python values, anything else as the string."""
+    lowered = text.lower()
+    if lowered in ("true", "false", "none"):
+        return {"true": True, "false": False, "none": None}[lowered]
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_method(text: str) -> tuple[str, dict[str, Any]]:
+    """``"hybrid?trim_edges=true&fuzzy=80"`` → ``("hybrid", {"trim_edges": True, "fuzzy": 80})``.
+
+    A method name with options written as a source spec writes its ``?key=value&...``.
+    """
+    name, _, query = text.partition("?")
+    options = {}
+    for item in filter(None, query.split("&")):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"method {text!r}: expected key=value after '?', got {item!r}")
+        options[key] = _option_value(value)
+    return name, options
+
+
 def get_method(name: str) -> ProjectionMethod:
-    """The method called ``name`` (``ValueError`` listing the known ones otherwise)."""
+    """The method called ``name`` (``ValueError`` listing the known ones otherwise).
+
+    ``name`` may carry options (``"hybrid?fuzzy=80"``): they are checked against the method's.
+    """
+    base, options = parse_method(name)
     try:
-        return PROJECTION_METHODS[name]
+        method = PROJECTION_METHODS[base]
     except KeyError:
-        raise ValueError(f"unknown projection method {name!r}: method must be one of {', '.join(PROJECTION_METHODS)}") from None
+        raise ValueError(f"unknown projection method {base!r}: method must be one of {', '.join(PROJECTION_METHODS)}") from None
+    try:
+        check_options(method, options)
+    except TypeError as error:  # a mistake in a written method name: a user error, like an unknown name
+        raise ValueError(f"{name!r}: {error}") from None
+    return method
 
 
 def align_missing(examples: Sequence[ProjectionExample], aligner: Any) -> None:
@@ -155,6 +195,7 @@ def project_examples(method: str, examples: Sequence[ProjectionExample], *, alig
                      **options) -> list[ProjectionResult]:
     """Project every example with ``method`` (aligning the ones without an alignment first, for ``alignment``)."""
     chosen = get_method(method)
+    options = {**parse_method(method)[1], **options}  # options given here win over the method's own
     check_options(chosen, options)
     options.setdefault("drop_incomplete", chosen.drop_incomplete)
     if chosen.uses_alignment:

@@ -50,7 +50,13 @@ from crop_hf import _registration
 from crop_hf.alignment.embedding import EmbeddingAligner
 from crop_hf.alignment.symmetrize import parse_pharaoh
 from crop_hf.projection.alignment import source_spans
-from crop_hf.projection.methods import PROJECTION_METHODS, ProjectionExample, align_missing, get_method
+from crop_hf.projection.methods import (
+    PROJECTION_METHODS,
+    ProjectionExample,
+    align_missing,
+    get_method,
+    parse_method,
+)
 from crop_hf.projection.target import tokenize_target
 
 __all__ = ["PROJECTION_METHODS", "ProjectionPipeline"]
@@ -212,7 +218,8 @@ class ProjectionPipeline(Pipeline):
         if isinstance(example, list):
             (example,) = example
         chosen = get_method(method)
-        options = {name: value for name, value in options.items() if name in chosen.options}
+        options = {**parse_method(method)[1],
+                   **{name: value for name, value in options.items() if name in chosen.options}}
         options.setdefault("drop_incomplete", chosen.drop_incomplete)
         return chosen.function(example, **options).to_dict()
 

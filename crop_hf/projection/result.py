@@ -78,6 +78,11 @@ class EntityStatus(NamedTuple):
     label: str
     status: str
 
+    @property
+    def reached(self) -> bool:
+        """Whether the entity reached the target (found, fuzzy, projected or split)."""
+        return self.status in _OK
+
 
 _OK = {"found", "fuzzy", "projected", "split"}
 

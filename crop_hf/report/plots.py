@@ -15,7 +15,7 @@ from typing import Any
 
 from crop_hf.report.data import OK_STATUSES, ReportData
 
-__all__ = ["PLOTS", "require_matplotlib"]
+__all__ = ["PLOTS", "draw_projection_evaluation", "require_matplotlib"]
 
 KEPT_COLOR = "#2ca02c"
 SOURCE_COLOR = "#7f7f7f"
@@ -366,3 +366,31 @@ PLOTS: dict[str, tuple[str, str, Callable[[ReportData, Path], Path], Callable[[R
                  lambda d: any(lang.statuses_kept is not None for lang in d.languages)),
     "gold": ("gold.png", "Projection P/R/F1 against gold labels", draw_gold, lambda d: d.has_gold),
 }
+
+
+def draw_projection_evaluation(evaluation: Any, path: Path) -> Path:
+    """``crop-hf evaluate-projection``'s plot: P/R/F1 of every (method, aligner) row, and F1 per entity type.
+
+    ``evaluation`` is a :class:`crop_hf.metrics.projection.ProjectionEvaluation` or its ``to_dict()``.
+    """
+    rows = evaluation["rows"] if isinstance(evaluation, dict) else [vars(row) for row in evaluation.rows]
+    names = [row["name"] + (f" ({row['aligner']})" if row["aligner"] else "") for row in rows]
+    types = sorted({t for row in rows for t in row["per_type"]})
+    figure = _figure(13, max(3.2, 1.6 + 0.45 * len(rows)))
+    overall, heat = figure.subplots(1, 2, width_ratios=[1, 1.2])
+    ys = list(range(len(rows)))[::-1]
+    for k, (metric, color) in enumerate((("precision", "#1f77b4"), ("recall", "#ff7f0e"), ("f1", "#2ca02c"))):
+        overall.barh([y + (1 - k) * 0.27 for y in ys], [100 * row[metric] for row in rows], height=0.27,
+                     color=color, label=metric)
+    overall.set_yticks(ys, names, fontsize=_fontsize(len(rows)))
+    overall.set_xlim(0, 100)
+    overall.set_xlabel("% (all sentences; a dropped sentence's entities count as missed)")
+    overall.set_title("Projection against gold target tags", fontsize=10)
+    figure.legend(*overall.get_legend_handles_labels(), loc="outside lower center", fontsize=8, ncol=3, frameon=False)
+    if types:
+        matrix = [[100 * row["per_type"][t]["f1"] if t in row["per_type"] else float("nan") for t in types]
+                  for row in rows]
+        _heatmap(figure, heat, matrix, names, types, "F1 per entity type", "F1 (%)", "viridis", (0, 100))
+    else:
+        _empty(heat, "No entity in the gold target tags.")
+    return _save(figure, Path(path))

@@ -27,6 +27,7 @@ from crop_hf.data.readers.conll import (
     read_bioes,
     read_conll,
     read_conllu_ner,
+    read_europarl_ner,
     read_panx,
 )
 from crop_hf.data.readers.io import Errors, FormatError, SkippedRecords, Source, iter_lines, source_name
@@ -46,6 +47,7 @@ __all__ = [
     "read_bioes",
     "read_conll",
     "read_conllu_ner",
+    "read_europarl_ner",
     "read_panx",
     "read_semantic_parses",
     "source_name",

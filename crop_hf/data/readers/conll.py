@@ -1,4 +1,4 @@
-"""Readers of the CoNLL family: CoNLL-2002/2003 columns, NoDaLiDa's BIOES, NorNE's CoNLL-U, PAN-X.
+"""Readers of the CoNLL family: CoNLL-2002/2003 columns, NoDaLiDa's BIOES, NorNE's CoNLL-U, PAN-X, Europarl-NER.
 
 Each yields one :class:`TaggedSentence` per sentence with IOB2 tags, whatever scheme the release
 used; entity types are renamed with a ``label_map`` and checked against a label set.
@@ -36,6 +36,7 @@ __all__ = [
     "read_bioes",
     "read_conll",
     "read_conllu_ner",
+    "read_europarl_ner",
     "read_panx",
 ]
 
@@ -234,6 +235,34 @@ def read_bioes(
         min_columns=5,
         max_columns=5,
         token_column=1,
+        errors=errors,
+        skipped=skipped,
+    )
+
+
+def read_europarl_ner(
+    source: Source,
+    *,
+    label_map: Mapping[str, str | None] | None = None,
+    label_set: LabelSet | None = CONLL_LABELS,
+    errors: Errors = "strict",
+    skipped: SkippedRecords | None = None,
+) -> Iterator[TaggedSentence]:
+    """Read a Europarl-NER release file (Agerri et al., 2018): ``token<TAB>tag``, UTF-8, IOB2, blank lines between sentences.
+
+    Exactly two tab-separated columns per line (a token never holds a tab); no ``-DOCSTART-``
+    lines. Sentence *k* of ``en-europarl.test.conll02`` is the translation of sentence *k* of
+    ``de-europarl.test.conll02`` (and of the ``es`` and ``it`` files), each tagged by hand.
+    """
+    return read_conll(
+        source,
+        scheme="IOB2",
+        label_map=label_map,
+        label_set=label_set,
+        encoding="utf-8",
+        separator="\t",
+        min_columns=2,
+        max_columns=2,
         errors=errors,
         skipped=skipped,
     )

@@ -1,0 +1,188 @@
+"""``crop-hf evaluate-projection``: every projection method and aligner scored against a gold-tagged translation.
+
+    crop-hf evaluate-projection --source "europarl_ner:en?data_dir=data/europarl-ner" \\
+        --target "europarl_ner:de?data_dir=data/europarl-ner" --output_dir out/projection-en-de
+    crop-hf evaluate-projection --source "hinglish_top?data_dir=data/hinglish-top#en" \\
+        --target "hinglish_top?data_dir=data/hinglish-top" --split validation \\
+        --extra_parallel "hinglish_top?data_dir=data/hinglish-top#en" "hinglish_top?data_dir=data/hinglish-top" \\
+        --extra_split train --output_dir out/projection-hinglish
+
+Sentence k of ``--target`` must be the translation of sentence k of ``--source``; both need tokens
+and gold tags (``ner_tags``, or ``slot_tags`` for semantic parses; ``#en`` after a spec reads a
+parallel corpus's ``en_*`` columns). The pairs are aligned once per aligner (eflomal with
+grow-diag-final-and; ``--aligners eflomal embedding --encoder NAME`` adds SimAlign over that
+encoder), every method of the projection registry projects the source tags onto the target's
+tokens, and the table of P/R/F1 (all sentences and kept ones), shares kept and projected, F1 per
+type, errors and speed is printed and written to ``OUTPUT_DIR`` as ``projection.txt``,
+``projection.md`` and ``projection.json``, with ``projection.png`` when matplotlib is installed
+(``pip install 'crop-hf[report]'``). Lexical and fuzzy methods look for each source entity's own
+words (no translation of the entity is known): see :mod:`crop_hf.metrics.projection`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: Tag columns read from a corpus, first found wins (after a ``#side`` prefix).
+TAG_COLUMNS = ("ner_tags", "slot_tags", "tags")
+
+
+@dataclass
+class EvaluateProjectionConfig:
+    """Options of ``crop-hf evaluate-projection``."""
+
+    source: str = field(metadata={"help": "Source spec of the labeled source sentences: "
+                                          "'europarl_ner:en?data_dir=...', 'hinglish_top?data_dir=...#en', "
+                                          "conll5:en, disk:PATH, a datasets folder (see crop_hf.data.sources)."})
+    target: str = field(metadata={"help": "Source spec of the gold-tagged target sentences, row k the translation "
+                                          "of source row k."})
+    split: str | None = field(default=None, metadata={"help": "Split of both corpora to score (by default the "
+                                                               "only split, or 'test')."})
+    methods: list[str] | None = field(default=None, metadata={
+        "help": "Projection methods to score (by default every registered one), each optionally with options, "
+                "one row each: hybrid 'hybrid?trim_edges=true&one_word=true&fuzzy=80' 'alignment?fill_gaps=1'."})
+    aligners: list[str] = field(default_factory=lambda: ["eflomal"], metadata={
+        "help": "Aligners: eflomal (grow-diag-final-and) and/or embedding (SimAlign over --encoder)."})
+    encoder: str = field(default="google-bert/bert-base-multilingual-cased",
+                         metadata={"help": "Encoder of the embedding aligner (a folder or Hub id)."})
+    layer: int = field(default=8, metadata={"help": "Encoder layer of the embedding aligner."})
+    device: str | None = field(default=None, metadata={"help": "Device of the embedding aligner (cpu, cuda:0; "
+                                                                "by default cuda when there is one)."})
+    samplers: int = field(default=3, metadata={"help": "eflomal's independent samplers (more vary less between "
+                                                        "runs; eflomal takes no seed)."})
+    extra_parallel: list[str] | None = field(default=None, metadata={
+        "help": "Unlabelled bitext aligned with the pairs by eflomal (better priors), not scored: two source "
+                "specs (source side, target side) or two text files of one tokenized sentence a line."})
+    extra_split: str = field(default="train", metadata={"help": "Split of --extra_parallel source specs."})
+    flat_only: bool = field(default=False, metadata={"help": "Skip rows whose parse nests an intent in a slot on "
+                                                              "either side (the corpus's 'nested' columns)."})
+    max_samples: int | None = field(default=None, metadata={"help": "Score only the first N sentence pairs."})
+    output_dir: str | None = field(default=None, metadata={"help": "Write projection.txt, .md, .json "
+                                                                    "(and .png with matplotlib) here."})
+    show_progress: bool = field(default=True, metadata={"help": "Show progress bars "
+                                                                 "(--no_show_progress hides every bar)."})
+
+
+CONFIG_CLASSES = (EvaluateProjectionConfig,)
+
+
+def load_tagged(spec: str, split: str | None = None) -> tuple[list[tuple[list[str], list[str]]], list[bool] | None]:
+    """``(tokens, IOB2 tags)`` of every row of one split of a source spec, and each row's ``nested`` flag if any.
+
+    ``#side`` after the spec reads that side's columns (``en_tokens``, ``en_slot_tags``, ...).
+    """
+    import datasets
+
+    from crop_hf.data.features import tag_strings
+    from crop_hf.data.sources import load_spec
+    from crop_hf.parsing.data import split_side
+
+    body, side = split_side(spec)
+    loaded = load_spec(body, splits=[split] if split else None)
+    if isinstance(loaded, datasets.DatasetDict):
+        if split is None:
+            split = next(iter(loaded)) if len(loaded) == 1 else "test" if "test" in loaded else None
+            if split is None:
+                raise KeyError(f"{spec}: several splits ({', '.join(loaded)}); choose one with --split")
+        if split not in loaded:
+            raise KeyError(f"{spec}: no {split!r} split (has {', '.join(loaded)})")
+        loaded = loaded[split]
+    prefix = f"{side}_" if side else ""
+    tokens_column = prefix + "tokens"
+    tag_column = next((prefix + c for c in TAG_COLUMNS if prefix + c in loaded.column_names), None)
+    if tokens_column not in loaded.column_names or tag_column is None:
+        raise KeyError(f"{spec}: needs {tokens_column!r} and one of {[prefix + c for c in TAG_COLUMNS]} "
+                       f"(columns: {loaded.column_names})")
+    rows = list(zip(loaded[tokens_column], tag_strings(loaded, column=tag_column), strict=True))
+    nested = loaded[prefix + "nested"] if prefix + "nested" in loaded.column_names else None
+    return [(list(tokens), list(tags)) for tokens, tags in rows], nested
+
+
+def read_parallel(items: list[str], split: str) -> tuple[list[list[str]], list[list[str]]]:
+    """``--extra_parallel``: two source specs (their token columns) or two text files (whitespace tokens)."""
+    from pathlib import Path
+
+    if len(items) != 2:
+        raise ValueError(f"--extra_parallel takes two items (source side, target side), got {len(items)}")
+    sides = []
+    for item in items:
+        if Path(item).is_file():
+            from crop_hf.data.readers import iter_lines
+
+            sides.append([text.split() for _, text in iter_lines(item, "utf-8") if text is not None])
+        else:
+            sides.append([tokens for tokens, _ in load_tagged(item, split)[0]])
+    if len(sides[0]) != len(sides[1]):
+        raise ValueError(f"--extra_parallel: {len(sides[0])} source but {len(sides[1])} target sentences")
+    return sides[0], sides[1]
+
+
+def build_aligners(config: EvaluateProjectionConfig) -> dict:
+    from crop_hf.alignment import EflomalAligner
+
+    aligners = {}
+    for name in config.aligners:
+        if name == "eflomal":
+            aligners[name] = EflomalAligner(n_samplers=config.samplers)
+        elif name == "embedding":
+            from crop_hf.alignment import EmbeddingAligner
+
+            options = {"layer": config.layer}
+            if config.device is not None:
+                options["device"] = config.device
+            aligners[f"embedding ({config.encoder.rsplit('/', 1)[-1]})"] = EmbeddingAligner.from_pretrained(
+                config.encoder, **options)
+        else:
+            raise ValueError(f"unknown aligner {name!r}; expected eflomal or embedding")
+    return aligners
+
+
+def run(config: EvaluateProjectionConfig) -> int:
+    import json
+    import logging
+    from pathlib import Path
+
+    from crop_hf.console import setup_logging
+    from crop_hf.metrics.projection import evaluate_projection, format_projection_table
+
+    setup_logging()
+    logger = logging.getLogger("crop_hf.commands.evaluate_projection")
+    source, source_nested = load_tagged(config.source, config.split)
+    target, target_nested = load_tagged(config.target, config.split)
+    if len(source) != len(target):
+        raise ValueError(f"{config.source} has {len(source)} rows but {config.target} has {len(target)}: row k of the "
+                         "target must be the translation of row k of the source")
+    keep = list(range(len(source)))
+    if config.flat_only:
+        keep = [k for k in keep if not (source_nested and source_nested[k]) and not (target_nested and target_nested[k])]
+    if config.max_samples is not None:
+        keep = keep[:config.max_samples]
+    source, target = [source[k] for k in keep], [target[k] for k in keep]
+    extra = read_parallel(config.extra_parallel, config.extra_split) if config.extra_parallel else None
+    evaluation = evaluate_projection(source, target, methods=config.methods, aligners=build_aligners(config),
+                                     extra_parallel=extra)
+    table = format_projection_table(evaluation)
+    aligned = "; ".join(f"{name}: {info['pairs']} pairs in {info['seconds']:.1f} s"
+                        for name, info in evaluation.aligners.items())
+    print(f"{evaluation.sentences} sentence pairs, {evaluation.source_entities} source and "
+          f"{evaluation.gold_entities} gold target entities" + (f" ({aligned})" if aligned else ""))
+    print(table)
+    if config.output_dir:
+        folder = Path(config.output_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "projection.txt").write_text(table + "\n", encoding="utf-8")
+        (folder / "projection.md").write_text(format_projection_table(evaluation, style="markdown") + "\n",
+                                              encoding="utf-8")
+        payload = {"source": config.source, "target": config.target, "split": config.split, **evaluation.to_dict()}
+        (folder / "projection.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        try:
+            from crop_hf.report.plots import draw_projection_evaluation, require_matplotlib
+
+            require_matplotlib()
+        except ImportError as error:
+            logger.warning("no plot: %s", error)
+            print(f"no plot: {error}")
+        else:
+            draw_projection_evaluation(evaluation, folder / "projection.png")
+        print(f"written to {folder}")
+    return 0
