@@ -58,34 +58,49 @@ WORDS = ["Haus", "Stadt", "Berlin", "Anna", "fährt", "nach", "Hamburg", "und", 
          "der", "Elbe", "am", "Montag", "mit", "Freunden", "aus", "München", "zur", "Arbeit", "bei", "Siemens"]
 
 
+def build_m2m100_tokenizer(folder: Path, *, marker_pieces: bool = True) -> Path:
+    """``facebook/m2m100_418M``'s tokenizer at its real size, written to ``folder`` (a tiny model beside it).
+
+    A small SentencePiece model trained here on :data:`WORDS`, its ``vocab.json`` padded to M2M100's
+    128,004 entries, then M2M100's 100 language tokens: 128,104 tokens, language ids the real ones
+    (``__en__`` = 128022). ``marker_pieces=False`` leaves the markers out of the SentencePiece model,
+    as the real checkpoint's vocabulary does (the pipeline then adds them as special tokens).
+    """
+    from transformers import M2M100Tokenizer
+    from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
+
+    from crop_hf.demo_models import build_tiny_m2m100
+
+    build_tiny_m2m100(folder, WORDS, marker_pieces=marker_pieces)
+    vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+    # M2M100's vocab.json has 128,004 entries; language ids follow it (__en__ = 128022).
+    for i in range(128004 - len(vocab)):
+        vocab[f"<unused{i}>"] = len(vocab)
+    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    tokenizer = M2M100Tokenizer(str(folder / "vocab.json"), str(folder / "sentencepiece.bpe.model"),
+                                additional_special_tokens=[f"__{c}__" for c in FAIRSEQ_LANGUAGE_CODES["m2m100"]])
+    assert tokenizer.get_lang_id("en") == 128022
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
 def build_models(folder: Path) -> tuple[Path, Path]:
     """Real-size random M2M100 (418M) and XLM-R base NER model with working tokenizers."""
     import torch
     from transformers import (
         M2M100Config,
         M2M100ForConditionalGeneration,
-        M2M100Tokenizer,
         XLMRobertaConfig,
         XLMRobertaForTokenClassification,
         XLMRobertaTokenizer,
     )
-    from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
 
-    from crop_hf.demo_models import _pieces, _train_sentencepiece, build_tiny_m2m100
+    from crop_hf.demo_models import _pieces, _train_sentencepiece
     from crop_hf.labels import CONLL_LABELS
 
     mt, ner = folder / "m2m100_418M-random", folder / "xlm-roberta-base-ner-random"
     if not (mt / "model.safetensors").is_file():
-        build_tiny_m2m100(mt, WORDS)
-        vocab = json.loads((mt / "vocab.json").read_text(encoding="utf-8"))
-        # M2M100's vocab.json has 128,004 entries; language ids follow it (__en__ = 128022).
-        for i in range(128004 - len(vocab)):
-            vocab[f"<unused{i}>"] = len(vocab)
-        (mt / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
-        tokenizer = M2M100Tokenizer(str(mt / "vocab.json"), str(mt / "sentencepiece.bpe.model"),
-                                    additional_special_tokens=[f"__{c}__" for c in FAIRSEQ_LANGUAGE_CODES["m2m100"]])
-        assert tokenizer.get_lang_id("en") == 128022
-        tokenizer.save_pretrained(mt)
+        build_m2m100_tokenizer(mt)
         torch.manual_seed(0)
         M2M100ForConditionalGeneration(M2M100Config(**M2M100_418M)).save_pretrained(mt)
     if not (ner / "model.safetensors").is_file():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, LogitsProcessor, pipeline
 
 import crop_hf  # noqa: F401  (registers the pipeline)
@@ -302,3 +304,126 @@ def test_the_length_rule_counts_the_brackets_of_untyped_styles(tiny_m2m100):
         processor = MarkerConstraintProcessor(vocabulary, [[0, 1]], eos, max_length=len(row) + left)
         out = processor(torch.tensor([row]), scores.clone())[0]
         assert set(torch.isfinite(out).nonzero().flatten().tolist()) & {opening, closing, word, eos} == allowed
+
+
+# --- The incremental processor against the one that rebuilt every state at every step ------------
+
+#: A vocabulary with every kind of piece: specials (0-1), text, single-token slot markers, a marker
+#: with text around it, two markers in one piece, garbled fragments, brackets, a bare space, a hole.
+PROPERTY_PIECES = ["</s>", "<pad>", "▁Paris", "▁und", "__SLOT0__", "__SLOT1__", "__SLOT2__", "__SLOT3__",
+                   "▁__SLOT1__", "Paris__SLOT2__▁x", "__SLOT3", "a__SLOT3", "▁", None, "▁__SLOT0__▁__SLOT0__",
+                   "[", "]▁", "a[", "▁x", "]", "[▁Rom", "▁y", "__de__"]
+PROPERTY_EOS, PROPERTY_LANG = 0, len(PROPERTY_PIECES) - 1
+
+
+def _property_vocabulary(style):
+    return MarkerVocabulary(_Pieces(PROPERTY_PIECES, [0, 1, PROPERTY_LANG]), style)
+
+
+@given(st.data())
+@settings(max_examples=150)
+def test_incremental_processor_returns_what_rebuilding_every_state_returned(data):
+    """At every step of random decodings (beam reorders, tight length limits, forced tokens, NaN and
+    infinite scores, a processor reused for a second call, rows of no clear parent), the
+    processor's scores equal those of the reference that re-reads every prefix."""
+    from constraints_reference import ReferenceMarkerConstraintProcessor
+
+    style = data.draw(st.sampled_from(["crop", "easyproject"]), label="style")
+    vocabulary = _property_vocabulary(style)
+    sentences = data.draw(st.integers(1, 3), label="sentences")
+    slots = data.draw(st.lists(st.lists(st.integers(0, 3), max_size=3, unique=True), min_size=sentences,
+                               max_size=sentences), label="slots")
+    limit = data.draw(st.sampled_from(["max_new_tokens", "max_length", None]), label="limit")
+    options = {"prompt_length": data.draw(st.integers(0, 2), label="prompt_length"),
+               "eos_token_id": data.draw(st.sampled_from([PROPERTY_EOS, [PROPERTY_EOS, 3], None]), label="eos")}
+    if limit is not None:
+        options[limit] = data.draw(st.integers(1, 12), label="limit value")
+    reference = ReferenceMarkerConstraintProcessor(vocabulary, slots, **options)
+    processor = MarkerConstraintProcessor(vocabulary, slots, **options)
+    generator = torch.Generator().manual_seed(data.draw(st.integers(0, 2**16), label="seed"))
+    width = len(PROPERTY_PIECES) + data.draw(st.integers(0, 2), label="padding columns")
+    for _call in range(data.draw(st.integers(1, 2), label="calls")):
+        beams = data.draw(st.integers(1, 4), label="beams")
+        rows = sentences * beams + data.draw(st.sampled_from([0, 0, 0, 1]), label="extra rows")
+        prompt = [PROPERTY_EOS, PROPERTY_LANG][: data.draw(st.integers(1, 2), label="prompt")]
+        input_ids = torch.tensor([prompt] * rows)
+        per_sentence = max(1, rows // sentences)
+        sentence = [min(r // per_sentence, sentences - 1) for r in range(rows)]
+        for _step in range(data.draw(st.integers(1, 12), label="steps")):
+            scores = torch.randn(rows, width, generator=generator)
+            for r in data.draw(st.lists(st.integers(0, rows - 1), max_size=2), label="forced rows"):
+                scores[r] = float("-inf")
+                scores[r, data.draw(st.integers(0, width - 1), label="forced token")] = 0.0
+            for r, column in data.draw(st.lists(st.tuples(st.integers(0, rows - 1), st.integers(0, width - 1)),
+                                                max_size=3), label="odd scores"):
+                scores[r, column] = data.draw(st.sampled_from([float("nan"), float("inf"), float("-inf")]),
+                                              label="odd score")
+            expected = reference(input_ids.clone(), scores.clone())
+            got = processor(input_ids.clone(), scores.clone())
+            assert torch.equal(got.nan_to_num(), expected.nan_to_num()), (input_ids, (got != expected).nonzero())
+            assert torch.equal(got.isnan(), expected.isnan())
+            # The next step: each row continues a row of its own sentence (a beam reorder), with a
+            # token the constraint allows (as decoding would) or any token at all.
+            parents = [data.draw(st.sampled_from([p for p in range(rows) if sentence[p] == sentence[r]]),
+                                 label="parent") for r in range(rows)]
+            tokens = []
+            for p in parents:
+                allowed = torch.isfinite(expected[p]).nonzero().flatten().tolist()
+                if allowed and data.draw(st.booleans(), label="follow the constraint"):
+                    tokens.append(data.draw(st.sampled_from(allowed), label="token"))
+                else:
+                    tokens.append(data.draw(st.integers(0, width - 1), label="token"))
+            input_ids = torch.cat([input_ids[parents], torch.tensor(tokens)[:, None]], dim=1)
+            change = data.draw(st.integers(0, 9), label="change")
+            if change == 0 and input_ids.shape[1] > 2:  # not the next step of the last one: a column less
+                input_ids = torch.cat([input_ids[:, :1], input_ids[:, 2:]], dim=1)
+            elif change == 1:  # a row whose prefix no row of the last step holds
+                position = data.draw(st.integers(0, input_ids.shape[1] - 2), label="position")
+                input_ids[data.draw(st.integers(0, rows - 1), label="row"), position] = data.draw(
+                    st.integers(0, width - 1), label="token")
+
+
+def test_generate_gives_the_reference_s_outputs_with_beams(tiny_m2m100):
+    """Through ``generate`` itself (its own beam reordering), the same hypotheses come out."""
+    from constraints_reference import ReferenceMarkerConstraintProcessor
+    from transformers import LogitsProcessorList
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_m2m100, src_lang="en", tgt_lang="de")
+    model = AutoModelForSeq2SeqLM.from_pretrained(tiny_m2m100)
+    vocabulary = MarkerVocabulary(tokenizer, "crop")
+    marker_ids = sorted(vocabulary.signatures)
+    sources = [mark_tokens(r["tokens"], [(i, i + 1, "X") for i, t in enumerate(r["ner_tags"]) if t.startswith("B-")])
+               for r in RECORDS]
+    inputs = tokenizer([s.text for s in sources], return_tensors="pt", padding=True)
+    slots = [[e.slot for e in s.entities] for s in sources]
+    eos = model.generation_config.eos_token_id
+    outputs = []
+    for kind in (ReferenceMarkerConstraintProcessor, MarkerConstraintProcessor):
+        processor = kind(vocabulary, slots, eos, max_new_tokens=10)
+        bias = ScoreShift((marker_ids, 3.0))  # markers often enough to make beams diverge
+        outputs.append([model.generate(**inputs, num_beams=4, num_return_sequences=4, max_new_tokens=10,
+                                       forced_bos_token_id=tokenizer.get_lang_id("de"), do_sample=False,
+                                       logits_processor=LogitsProcessorList([bias, processor]))
+                        for _call in range(2)])  # the same processor again: a second generate call
+    assert all(torch.equal(a, b) for a, b in zip(*outputs, strict=True))
+    assert any(token in marker_ids for token in outputs[1][0].flatten().tolist())
+
+
+def test_a_next_step_reads_only_its_new_tokens_even_after_a_beam_reorder():
+    """Rows that extend a row of the last step (in any order) are not read whole; a new call's are."""
+    vocabulary = _property_vocabulary("crop")
+    processor = MarkerConstraintProcessor(vocabulary, [[0, 2], [1]], PROPERTY_EOS, max_new_tokens=6)
+    read = []
+    scan = processor._scan
+    processor._scan = lambda row, kind: read.append(list(row)) or scan(row, kind)
+    scores = torch.zeros(4, len(PROPERTY_PIECES))
+    rows = torch.tensor([[PROPERTY_EOS]] * 4)
+    processor(rows, scores)
+    assert len(read) == 4
+    for step, tokens in enumerate(([4, 2, 5, 3], [2, 6, 2, 2], [4, 6, 5, 5])):
+        order = [1, 0, 3, 2] if step % 2 else [0, 0, 2, 3]  # beam reorders within each sentence
+        rows = torch.cat([rows[order], torch.tensor(tokens)[:, None]], dim=1)
+        processor(rows, scores)
+    assert len(read) == 4
+    processor(torch.tensor([[PROPERTY_EOS, 4]] * 4), scores)  # a new generate call: read whole
+    assert read[4:] == [[PROPERTY_EOS, 4]] * 4
