@@ -4,35 +4,67 @@
     python benchmarks/bench_parser.py --steps 300 --quick              # a shorter smoke run
 
 A tiny BERT-style encoder (WordPiece trained on the Hinglish-TOP train text, random weights) is
-trained with :func:`crop_hf.parsing.train.train_parser` on the 2,993 train utterances and scored
-on all 1,390 validation utterances (gold trees with intents inside slots count as wrong). In the
-same run:
+trained with :func:`crop_hf.parsing.train.train_parser` on Hinglish-TOP's train file and scored on
+all 1,390 validation utterances, which this benchmark treats as an untouched test set: nothing is
+selected or tuned on them. Every run carves the same dev split from the train file (``dev_size``
+10%, seed 42, stratified by intent: 2,993 -> about 2,700 train + 300 dev), scores it every
+``--eval_every`` steps and keeps the model of the best dev point. Designs, side by side in one run:
 
-* baseline 1: the majority intent with all-O slots;
-* baseline 2: the same model without a CRF (per-word softmax, same constrained decoding);
-* the staged recipe (the English parses first, then the code-switched ones, ``init_from``) beside
-  code-switched only, with the same number of code-switched steps;
-* inference throughput of ``pipeline("semantic-parsing")`` on the raw validation utterances,
-  against calling the model through :func:`crop_hf.parsing.predict.predict_parses` (same batches).
+* baseline: the majority intent of the train file with all-O slots;
+* **flat CRF** (CSTOP's model, ``max_intent_depth 1``): nested gold trees are trained on with
+  each top-level slot over all its words, and cannot be matched (nested exact match 0 by construction);
+* **hierarchical** (``max_intent_depth 4``): the same encoder, intent classifier and CRF tagger for
+  the top level, plus, for every slot span, a classifier of "words only" or the intent that fills
+  it, and a second CRF tagger over the slot's words conditioned on that intent, recursively
+  (Hinglish-TOP's deepest tree has 4 intent levels);
+* the staged recipe for the hierarchical model (English parses first, nested ones included, then
+  code-switched with ``init_from``) beside code-switched only; the staged run's stage-1 steps are
+  extra (``--en_steps``);
+* inference throughput of ``pipeline("semantic-parsing")`` on the raw validation utterances
+  against :func:`crop_hf.parsing.predict.predict_parses` on the same batches (the pipeline calls it).
 
-Each run uses the package defaults of :class:`ParserModelArguments` and :class:`ParserTrainingArguments`
-(CRF, first-token intent pooling, linear schedule with 10% warm-up, AdamW with weight decay 0.01,
-clipping 1.0, batch 32) except what a from-scratch encoder needs: its size and the learning rate.
+The runs go as three chains side by side (``--jobs``; flat, hierarchical, English then
+code-switched), each in a single-threaded process; each run's CPU seconds are its own process's.
 
-What got exact match from the first probe's 0.40 (4 layers, d_model 256, AdamW 5e-4, no schedule,
-7 minutes) past 0.45 in under two minutes per run:
+Budget: each run stays under 10 CPU-minutes (one torch thread; ``--steps`` keeps it there: about
+15 steps per CPU-second for the flat model, 13 for the hierarchical one, dev scoring included); the
+staged run counts both stages, and the benchmark prints each run's CPU seconds and checks them.
 
-* one torch thread: on small shared CPUs extra intra-op threads spin against each other (a CRF
-  step took 2.2 s with two threads under load and 0.02 s with one, measured);
-* a smaller, faster encoder (2 layers, hidden 128) over a 4,000-piece WordPiece trained on the
-  train text, so most words are one sub-word and sequences stay short: ~10 steps/s, ~11 epochs
-  in the budget;
-* the package's linear warm-up/decay schedule with a higher peak rate (3e-3);
-* encoder dropout 0.1 (``--dropout``; the test builder has none): +2.3 points exact match at
-  1,000 steps in one measurement (43.8 -> 46.1), as ~11 epochs over 3k utterances overfit;
-* the CRF's forward algorithm as a matrix product in probability space instead of a logsumexp over
-  a (batch, tags, tags) tensor per word (105 IOB2 tags here); the no-CRF run below shows what the
-  CRF still costs.
+How each setting was chosen (and on which data):
+
+* encoder size (2 layers, hidden 128), WordPiece 4,000, learning rate 3e-3, encoder dropout 0.1,
+  one torch thread: inherited from this benchmark's earlier flat runs, which an earlier session
+  chose while watching **Hinglish-TOP validation** (issue 28 says so). They were not re-tuned here
+  and no setting below was chosen on validation; re-choosing these four on the dev split is open work.
+* the checkpoint of every run (which learning-curve point is saved): the **dev split** carved from
+  train (best exact match), never validation.
+* ``--steps 6000`` (from 3,000): the **dev split**. In a 3,000-step run the hierarchical model's dev
+  exact match was still rising at the last point (41.5, 42.2, 40.8, 43.5, 44.9 at steps 2,000-3,000),
+  and 6,000 steps still fit the budget. ``--en_steps 1500``: a priori, so that both stages fit 10 CPU-minutes.
+* where the hierarchical model loses nested trees: the **dev split**. After that 3,000-step run,
+  of the 38 nested dev rows 27 had a wrong top-level slot span and 5 a wrong top-level intent; the 6
+  with both right were exact (the nested decisions and inner tags were right in every one).
+* hierarchical decoder (span layers as wide as the encoder, depth 4, same learning rate and
+  loss weights as the flat model): not tuned; depth 4 is read off the **train file** (deepest tree).
+* dev size 10% and seed 42: a priori (the package's usual seed); not tuned.
+
+Last full run (``nice -n 10 python benchmarks/bench_parser.py``, 2 shared cores under heavy load,
+31 minutes wall; validation, percent):
+
+    run                                      exact  flat  nested  CPU-s
+    majority intent + all-O slots              0.9   1.0     0.0      -
+    flat CRF, code-switched only              45.2  52.3     0.0    390
+    hierarchical, code-switched only          47.7  53.2    12.7    448
+    hierarchical, staged: English, then CS    48.3  54.1    11.6    540
+    pipeline / predict_parses: 1.00 (flat), 0.99 (hierarchical)
+
+Issue 28's targets (52 overall, 30 nested) are not reached. What limits it, read on the dev split:
+the top-level tagger. Nested rows fail mostly on the span of the top-level slot that holds the
+inner intent (long spans, ~10% of the training rows), not on the nested decisions, which the dev
+rows with a right top level got right. More steps stopped helping on dev (the flat model's best dev
+point was 43.5 at 3,000 steps and 42.9 at 6,000; the hierarchical one's rose from 44.9 to 46.6).
+Untried levers, to be chosen on the dev split: a larger encoder (with fewer steps, to stay in budget),
+the learning rate and dropout inherited from the flat runs, a span-boundary feature for the top level.
 """
 
 from __future__ import annotations
@@ -55,22 +87,69 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hingli
 
 def row(name: str, scores: dict, seconds: float | None) -> str:
     took = f"{seconds:7.0f}" if seconds is not None else "      -"
-    return (f"{name:<34} {100 * scores['exact_match']:6.1f} {100 * scores['intent_accuracy']:7.1f} "
-            f"{100 * scores['slot_f1']:7.1f} {100 * scores['nested']['exact_match']:7.1f} {took}")
+    return (f"{name:<42} {100 * scores['exact_match']:6.1f} {100 * scores['flat']['exact_match']:6.1f} "
+            f"{100 * scores['nested']['exact_match']:7.1f} {100 * scores['intent_accuracy']:7.1f} "
+            f"{100 * scores['slot_f1']:7.1f} {took}")
+
+
+def run_chain(chain: list[dict]) -> list[dict]:
+    """Train and score each run of a chain in turn (in a worker process); a later run may start from an earlier one."""
+    import json
+
+    import torch
+    import transformers
+    from transformers import AutoTokenizer
+
+    import crop_hf
+    from crop_hf.modeling import JointIntentSlotModel
+    from crop_hf.parsing.arguments import ParserDataArguments, ParserModelArguments, ParserTrainingArguments
+    from crop_hf.parsing.evaluate import evaluate_parser
+    from crop_hf.parsing.train import train_parser
+
+    logging.basicConfig(level=logging.WARNING)
+    transformers.logging.set_verbosity_error()
+    torch.set_num_threads(1)
+    finished = []
+    for run in chain:
+        ds = crop_hf.load_dataset("hinglish_top", data_dir=run["data_dir"], cache_dir=run["cache"])
+        start = time.process_time()
+        result = train_parser(
+            ParserModelArguments(model_name_or_path=run["encoder"], init_from=run["init_from"],
+                                 max_intent_depth=run["depth"]),
+            ParserDataArguments(train_sources=run["sources"], eval_split=None, dev_size=run["dev_size"]),
+            ParserTrainingArguments(output_dir=run["out"], learning_rate=run["lr"], max_train_steps=run["steps"],
+                                    max_train_minutes=run["minutes"], eval_steps=run["eval_every"],
+                                    seed=run["seed"], show_progress=False),
+            datasets={"hinglish_top": ds})
+        cpu_seconds = time.process_time() - start
+        selected = json.loads((Path(run["out"]) / "all_results.json").read_text())["dev"]["selected_step"]
+        curve = " ".join(f"{p['step']}:{100 * next(iter(p['scores']['dev'].values()))['exact_match']:.1f}"
+                         for p in result.history)
+        model = JointIntentSlotModel.from_pretrained(run["out"])
+        scores, _ = evaluate_parser(model, AutoTokenizer.from_pretrained(run["out"]), ds["validation"])
+        finished.append({"name": run["name"], "out": run["out"], "steps": result.completed_steps, "curve": curve,
+                         "selected": selected, "cpu_seconds": cpu_seconds, "scores": scores})
+    return finished
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data_dir", default=str(DEFAULT_DATA))
-    parser.add_argument("--steps", type=int, default=1000, help="optimizer steps on code-switched data per run")
-    parser.add_argument("--en_steps", type=int, default=400, help="steps on the English parses (staged stage 1)")
+    parser.add_argument("--steps", type=int, default=6000, help="most optimizer steps on code-switched data per run")
+    parser.add_argument("--en_steps", type=int, default=1500, help="most steps on the English parses (staged stage 1)")
+    parser.add_argument("--minutes", type=float, default=30,
+                        help="wall-clock cap of each run and stage (max_train_minutes), a safety net on a shared "
+                             "machine; the CPU budget is kept by --steps (each run's CPU seconds are printed)")
+    parser.add_argument("--eval_every", type=int, default=250, help="steps between dev-split scorings")
+    parser.add_argument("--dev_size", type=float, default=0.1, help="dev split carved from train (fraction)")
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--vocab", type=int, default=4000)
     parser.add_argument("--dropout", type=float, default=0.1, help="encoder dropout (tiny.py builds it with 0)")
-    parser.add_argument("--seed", type=int, default=42, help="training seed (weights, dropout, batch order)")
-    parser.add_argument("--quick", action="store_true", help="skip the no-CRF and staged runs")
+    parser.add_argument("--seed", type=int, default=42, help="training seed (weights, dropout, batch order, dev split)")
+    parser.add_argument("--quick", action="store_true", help="skip the staged runs")
+    parser.add_argument("--jobs", type=int, default=3, help="chains of runs trained side by side (processes)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -80,10 +159,7 @@ def main() -> None:
     import crop_hf
     from crop_hf.demo_models import build_tiny_bert
     from crop_hf.metrics.parsing import format_parse_table, parse_scores
-    from crop_hf.parsing.arguments import ParserDataArguments, ParserModelArguments, ParserTrainingArguments
-    from crop_hf.parsing.evaluate import evaluate_parser
     from crop_hf.parsing.predict import predict_parses, to_parse
-    from crop_hf.parsing.train import train_parser
 
     transformers.logging.set_verbosity_error()
     torch.set_num_threads(1)
@@ -94,13 +170,14 @@ def main() -> None:
     lines = [" ".join(t) for t in train["tokens"]] + [" ".join(t) for t in train["en_tokens"]]
     encoder = build_tiny_bert(work / "encoder", corpus=lines, vocab_size=args.vocab, hidden_size=args.hidden,
                               layers=args.layers)
-    # 3k utterances seen ~10 times: the encoder needs dropout (BERT's 0.1), which the test builder leaves out.
+    # ~30 passes over 2.7k utterances: the encoder needs dropout (BERT's 0.1), which the test builder leaves out.
     config = transformers.AutoConfig.from_pretrained(encoder)
     config.hidden_dropout_prob = config.attention_probs_dropout_prob = args.dropout
     config.save_pretrained(encoder)
-    print(f"Hinglish-TOP: {len(train)} train, {len(validation)} validation utterances "
-          f"({sum(validation['nested'])} with nested gold trees); encoder: {args.layers} layers, "
-          f"hidden {args.hidden}, dropout {args.dropout}, WordPiece {args.vocab}; torch threads {torch.get_num_threads()}")
+    print(f"Hinglish-TOP: {len(train)} train ({args.dev_size:.0%} of it held out as dev, seed {args.seed}), "
+          f"{len(validation)} validation utterances ({sum(validation['nested'])} with nested gold trees); "
+          f"encoder: {args.layers} layers, hidden {args.hidden}, dropout {args.dropout}, WordPiece {args.vocab}; "
+          f"torch threads {torch.get_num_threads()}")
 
     gold = list(validation["parse"])
     domains = list(validation["domain"])
@@ -108,43 +185,63 @@ def main() -> None:
     baseline = parse_scores([to_parse(t, majority, ["O"] * len(t)) for t in validation["tokens"]], gold, domains)
     results = [("majority intent + all-O slots", baseline, None)]
 
-    def run(name: str, steps: int, sources: list[str], use_crf: bool = True, init_from: str | None = None):
-        out = work / name.replace(" ", "_")
-        start = time.perf_counter()
-        train_parser(
-            ParserModelArguments(model_name_or_path=str(encoder), init_from=init_from, use_crf=use_crf),
-            ParserDataArguments(train_sources=sources, eval_split=None),
-            ParserTrainingArguments(output_dir=str(out), learning_rate=args.lr, max_train_steps=steps,
-                                    seed=args.seed, show_progress=False),
-            datasets={"hinglish_top": ds})
-        seconds = time.perf_counter() - start
-        from transformers import AutoTokenizer
+    common = {"encoder": str(encoder), "cache": str(work / "cache"), "data_dir": args.data_dir, "lr": args.lr,
+              "minutes": args.minutes, "eval_every": args.eval_every, "dev_size": args.dev_size, "seed": args.seed}
 
-        from crop_hf.modeling import JointIntentSlotModel
+    def spec(name: str, steps: int, sources: list[str], depth: int, after: str | None = None) -> dict:
+        out = str(work / name.replace(" ", "_").replace("(", "").replace(")", ""))
+        return {**common, "name": name, "steps": steps, "sources": sources, "depth": depth, "out": out,
+                "init_from": after}
 
-        model = JointIntentSlotModel.from_pretrained(out)
-        tokenizer = AutoTokenizer.from_pretrained(out)
-        scores, _ = evaluate_parser(model, tokenizer, validation)
-        print(f"  {name}: {steps} steps in {seconds:.0f} s, exact match {100 * scores['exact_match']:.1f}", flush=True)
-        return out, scores, seconds
-
-    crf_dir, crf_scores, crf_seconds = run("cs only (CRF)", args.steps, ["hinglish_top"])
-    results.append(("code-switched only, CRF", crf_scores, crf_seconds))
+    # Independent chains of runs, each in its own single-threaded process (on a shared machine they get
+    # their share of the cores side by side); each run's CPU seconds are its own process's.
+    chains = [[spec("flat CRF (cs only)", args.steps, ["hinglish_top"], depth=1)],
+              [spec("hierarchical (cs only)", args.steps, ["hinglish_top"], depth=4)]]
     if not args.quick:
-        _, plain_scores, plain_seconds = run("cs only (no CRF)", args.steps, ["hinglish_top"], use_crf=False)
-        results.append(("code-switched only, no CRF", plain_scores, plain_seconds))
-        en_dir, en_scores, en_seconds = run("stage 1 (English)", args.en_steps, ["hinglish_top#en"])
-        results.append(("stage 1: English only (CS eval)", en_scores, en_seconds))
-        _, staged_scores, staged_seconds = run("stage 2 (code-switched)", args.steps, ["hinglish_top"],
-                                               init_from=str(en_dir))
-        results.append(("staged: English, then CS", staged_scores, en_seconds + staged_seconds))
+        stage1 = spec("stage 1 (English)", args.en_steps, ["hinglish_top#en"], depth=4)
+        chains.append([stage1, spec("stage 2 (code-switched)", args.steps, ["hinglish_top"], depth=4,
+                                    after=stage1["out"])])
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
-    print("\nvalidation (1,390 utterances), percent; nested = exact match on the nested-gold rows")
-    print(f"{'run':<34} {'exact':>6} {'intent':>7} {'slotF1':>7} {'nested':>7} {'train s':>7}")
+    with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        finished = list(pool.map(run_chain, chains))
+    runs = {done["name"]: done for chain in finished for done in chain}
+    for chain in finished:
+        for done in chain:
+            print(f"  {done['name']}: {done['steps']} steps, {done['cpu_seconds']:.0f} CPU-s; dev exact match by "
+                  f"step {done['curve']}; kept step {done['selected']}; validation exact match "
+                  f"{100 * done['scores']['exact_match']:.1f}", flush=True)
+    flat_dir, flat_scores = runs["flat CRF (cs only)"]["out"], runs["flat CRF (cs only)"]["scores"]
+    results.append(("flat CRF, code-switched only", flat_scores, runs["flat CRF (cs only)"]["cpu_seconds"]))
+    tree = runs["hierarchical (cs only)"]
+    tree_dir, tree_scores = tree["out"], tree["scores"]
+    results.append(("hierarchical, code-switched only", tree_scores, tree["cpu_seconds"]))
+    staged_scores = None
+    if not args.quick:
+        en, staged = runs["stage 1 (English)"], runs["stage 2 (code-switched)"]
+        staged_scores = staged["scores"]
+        results.append(("hierarchical, stage 1: English (CS eval)", en["scores"], en["cpu_seconds"]))
+        results.append(("hierarchical, staged: English, then CS", staged_scores,
+                         en["cpu_seconds"] + staged["cpu_seconds"]))
+
+    print(f"\nvalidation ({len(validation):,} utterances, an untouched test set), percent; flat/nested = exact match "
+          "on the rows whose gold tree is flat/nested; train s = CPU seconds of training and dev scoring")
+    print(f"{'run':<42} {'exact':>6} {'flat':>6} {'nested':>7} {'intent':>7} {'slotF1':>7} {'train s':>7}")
     for name, scores, seconds in results:
         print(row(name, scores, seconds))
-    print(f"exact match vs majority baseline: {crf_scores['exact_match'] / max(baseline['exact_match'], 1e-9):.0f}x")
-    print("\nper domain, code-switched only with CRF:\n" + format_parse_table(crf_scores))
+    over = [name for name, _, seconds in results if seconds is not None and seconds > 600]
+    print("every run within 10 CPU-minutes" if not over else f"OVER the 10 CPU-minute budget: {over}")
+    print("\nper domain, exact match (percent)")
+    designs = [("majority", baseline), ("flat CRF", flat_scores), ("hierarchical", tree_scores)]
+    if staged_scores is not None:
+        designs.append(("hier. staged", staged_scores))
+    print(f"{'domain':<12} {'count':>5} " + " ".join(f"{name:>13}" for name, _ in designs))
+    for domain in sorted(set(domains)):
+        counts = baseline["per_domain"][domain]["count"]
+        print(f"{domain:<12} {counts:>5} " + " ".join(
+            f"{100 * scores['per_domain'][domain]['exact_match']:>13.1f}" for _, scores in designs))
+    print("\nhierarchical, code-switched only, in full:\n" + format_parse_table(tree_scores))
 
     # Throughput: the pipeline on raw text against the model called directly on pre-split words.
     from transformers import AutoTokenizer, pipeline
@@ -153,18 +250,21 @@ def main() -> None:
 
     texts = list(validation["utterance"])
     words = [t.split() for t in texts]
-    model = JointIntentSlotModel.from_pretrained(crf_dir)
-    tokenizer = AutoTokenizer.from_pretrained(crf_dir)
-    start = time.perf_counter()
-    predict_parses(model, tokenizer, words, batch_size=64)
-    direct = len(words) / (time.perf_counter() - start)
-    parse = pipeline("semantic-parsing", model=str(crf_dir))
-    start = time.perf_counter()
-    outputs = parse(texts, batch_size=64)
-    piped = len(texts) / (time.perf_counter() - start)
-    assert len(outputs) == len(texts)
-    print(f"\ninference: pipeline {piped:.0f} utterances/s, predict_parses {direct:.0f} utterances/s "
-          f"(ratio {piped / direct:.2f}; batch 64, 1 thread)")
+    for name, folder in (("flat CRF", flat_dir), ("hierarchical", tree_dir)):
+        model = JointIntentSlotModel.from_pretrained(folder)
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        parse = pipeline("semantic-parsing", model=str(folder))
+        direct = piped = 0.0
+        for _ in range(2):  # alternate, keep each one's best: the machine is shared
+            start = time.perf_counter()
+            predict_parses(model, tokenizer, words, batch_size=64)
+            direct = max(direct, len(words) / (time.perf_counter() - start))
+            start = time.perf_counter()
+            outputs = parse(texts, batch_size=64)
+            piped = max(piped, len(texts) / (time.perf_counter() - start))
+        assert len(outputs) == len(texts)
+        print(f"inference, {name}: pipeline {piped:.0f} utterances/s, predict_parses {direct:.0f} utterances/s "
+              f"(ratio {piped / direct:.2f}; batch 64, 1 thread, best of 2)")
     print(f"total wall time {time.perf_counter() - started:.0f} s")
 
 

@@ -188,6 +188,7 @@ def parser_model_card(*, model_name: str, config, train_sources: Sequence[tuple[
     return ModelCard.from_template(
         card_data, template_path=str(_template("parser_model_card.md")), model_name=model_name, encoder=encoder,
         intent_pooling=config.intent_pooling, use_crf=config.use_crf, init_from=init_from,
+        max_intent_depth=getattr(config, "max_intent_depth", 1),
         train_sources=[{"spec": s, "weight": w, "utterances": n} for s, w, n in train_sources],
         intents=list(config.intent_labels), slot_names=sorted({t[2:] for t in config.slot_labels if t != "O"}),
         evaluations=evaluations, hyperparameters=dict(hyperparameters), versions=_versions())

@@ -12,6 +12,17 @@ intents (``IN:``) hold words and slots, slots (``SL:``) hold words and, in TOP, 
 >>> str(from_flat(flat.tokens, flat.intent, flat.slots)) == str(tree)
 True
 
+A nested tree (an intent inside a slot, as TOP has them) is a stack of tagging problems, one
+:class:`IntentFrame` per intent, which is what a hierarchical parser predicts:
+
+>>> tokens, frame = to_frame("[IN:CREATE_REMINDER remind me [SL:TODO [IN:GET_TODO my [SL:TODO shopping ] ] ] ]")
+>>> frame.intent, frame.slot_tags, frame.depth
+('CREATE_REMINDER', ['O', 'O', 'B-TODO', 'I-TODO'], 2)
+>>> frame.nested[2].intent, frame.nested[2].slot_tags
+('GET_TODO', ['O', 'B-TODO'])
+>>> str(frame.to_tree(tokens))
+'[IN:CREATE_REMINDER remind me [SL:TODO [IN:GET_TODO my [SL:TODO shopping ] ] ] ]'
+
 Words never contain ``[`` or ``]``: the tokenizer reads ``]`` glued to a word (``Friday]]``) as
 closing brackets, which is how hand-written parses are often typed.
 """
@@ -26,14 +37,18 @@ from typing import Literal
 from crop_hf.labels import Span, spans_to_tags, tags_to_spans
 
 __all__ = [
+    "UNREPRESENTABLE_REASONS",
     "FlatParse",
+    "IntentFrame",
     "ParseError",
     "Tree",
     "TreeTooDeepError",
+    "UnrepresentableParse",
     "flatten_top_level",
     "from_flat",
     "parse",
     "to_flat",
+    "to_frame",
 ]
 
 NodeKind = Literal["IN", "SL"]
@@ -54,6 +69,23 @@ class ParseError(ValueError):
 
 class TreeTooDeepError(ValueError):
     """A tree with intents inside slots (TOP's nested parses) cannot be flattened to slot tags."""
+
+
+#: Why :func:`to_frame` cannot represent a tree (``UnrepresentableParse.reason``).
+UNREPRESENTABLE_REASONS = {
+    "too_deep": "more intents nested inside slots than the model supports (max_intent_depth)",
+    "empty_slot": "a slot with no words",
+    "mixed_slot": "a slot holding words beside an intent, or several intents",
+    "not_intent": "the root is not an intent",
+}
+
+
+class UnrepresentableParse(ValueError):
+    """A valid tree that a frame stack (and so a hierarchical parser) cannot express; ``reason`` says why."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        super().__init__(message)
 
 
 @dataclass
@@ -222,6 +254,87 @@ def flatten_top_level(tree: Tree | str) -> tuple[FlatParse, bool]:
             slots.append(Span(len(tokens), len(tokens) + len(words), child.name))
             tokens.extend(words)
     return FlatParse(tokens, tree.name, slots), True
+
+
+@dataclass
+class IntentFrame:
+    """One intent over a run of words as a tagging problem, with the intents nested in its slots.
+
+    ``slot_tags`` are IOB2 over the frame's own words; ``nested`` maps the first word of a slot
+    (counted within the frame) to the frame of the intent that fills that slot, whose words are
+    exactly the slot's. A slot either holds words or one intent over all its words, as in TOP.
+    """
+
+    intent: str
+    slot_tags: list[str]
+    nested: dict[int, IntentFrame] = field(default_factory=dict)
+
+    @property
+    def depth(self) -> int:
+        """Intent levels: 1 without nested intents."""
+        return 1 + max((child.depth for child in self.nested.values()), default=0)
+
+    def to_tree(self, tokens: Sequence[str]) -> Tree:
+        """The bracket tree over ``tokens`` (the frame's words)."""
+        if len(tokens) != len(self.slot_tags):
+            raise ValueError(f"{len(self.slot_tags)} slot tags for {len(tokens)} tokens")
+        spans = {span.start: span for span in tags_to_spans(self.slot_tags)}
+        stray = sorted(set(self.nested) - set(spans))
+        if stray:
+            raise ValueError(f"nested intents at words {stray}, where no slot starts")
+        root = from_flat(tokens, self.intent, slot_tags=self.slot_tags)
+        slots = [child for child in root.children if isinstance(child, Tree)]
+        for slot, span in zip(slots, sorted(spans.values(), key=lambda s: s.start), strict=True):
+            if span.start in self.nested:
+                slot.children = [self.nested[span.start].to_tree(tokens[span.start : span.end])]
+        return root
+
+
+def to_frame(tree: Tree | str, max_intent_depth: int | None = None) -> tuple[list[str], IntentFrame]:
+    """``(tokens, frame)`` of a tree; raises :class:`UnrepresentableParse` (with its ``reason``) when it cannot.
+
+    ``max_intent_depth`` (intent levels, 1 = flat) bounds the nesting a model supports.
+
+    >>> try:
+    ...     to_frame("[IN:A x [SL:B [IN:C y ] ] ]", max_intent_depth=1)
+    ... except UnrepresentableParse as error:
+    ...     print(error.reason, "-", error)
+    too_deep - 2 levels of intents, the model supports 1: [IN:A x [SL:B [IN:C y ] ] ]
+    """
+    if isinstance(tree, str):
+        tree = parse(tree)
+    if tree.kind != "IN":
+        raise UnrepresentableParse("not_intent", f"the root of a parse must be an intent, got {tree.label!r}")
+    tokens: list[str] = []
+    frame = _frame(tree, tokens)
+    if max_intent_depth is not None and frame.depth > max_intent_depth:
+        raise UnrepresentableParse(
+            "too_deep", f"{frame.depth} levels of intents, the model supports {max_intent_depth}: {tree}")
+    return tokens, frame
+
+
+def _frame(intent: Tree, tokens: list[str]) -> IntentFrame:
+    offset = len(tokens)
+    slots: list[Span] = []
+    nested: dict[int, IntentFrame] = {}
+    for child in intent.children:
+        if isinstance(child, str):
+            tokens.append(child)
+            continue
+        start = len(tokens)
+        inner = [c for c in child.children if isinstance(c, Tree)]
+        if not child.children:
+            raise UnrepresentableParse("empty_slot", f"slot {child.label!r} is empty in {intent}")
+        if inner and len(child.children) > 1:
+            raise UnrepresentableParse("mixed_slot", f"slot {child.label!r} holds more than one intent: {child}")
+        if inner:
+            nested[start - offset] = _frame(inner[0], tokens)
+        else:
+            tokens.extend(child.children)  # type: ignore[arg-type]
+        if len(tokens) == start:
+            raise UnrepresentableParse("empty_slot", f"slot {child.label!r} covers no words in {intent}")
+        slots.append(Span(start - offset, len(tokens) - offset, child.name))
+    return IntentFrame(intent.name, spans_to_tags(slots, len(tokens) - offset), nested)
 
 
 def from_flat(

@@ -148,3 +148,18 @@ def test_evaluate_parser_command_prints_the_table(tiny_bert, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "exact match" in out and out.count("weather") >= 1 and "nested" in out
     assert (tmp_path / "scores.json").exists()
+
+
+def test_whole_nested_trees_match_and_gold_with_an_empty_slot_scores_instead_of_stopping():
+    nested = "[IN:CREATE_REMINDER remind me [SL:TODO [IN:GET_EVENT the [SL:EVENT party ] ] ] ]"
+    wrong_inner = "[IN:CREATE_REMINDER remind me [SL:TODO [IN:GET_EVENT the party ] ] ]"
+    scores = parse_scores([nested, wrong_inner, "[IN:A x [SL:B y ] ]"],
+                          [nested, nested, "[IN:A x [SL:B ] y ]"])
+    assert scores["nested"]["count"] == 2 and scores["nested"]["exact_match"] == 0.5
+    assert scores["flat"]["count"] == 1 and scores["flat"]["exact_match"] == 0.0
+    # top-level slots cover every word under them: TODO is words 2-3 in both nested rows
+    assert scores["nested"]["slot_f1"] == 1.0
+    # the empty gold slot is a zero-width span at word 1: the prediction's "y" slot does not match it
+    assert scores["flat"]["intent_accuracy"] == 1.0 and scores["flat"]["slot_recall"] == 0.0
+    exact = parse_scores(["[IN:A x [SL:B ] y ]"], ["[IN:A x [SL:B ] y ]"])
+    assert exact["slot_f1"] == 1.0 and exact["exact_match"] == 1.0 and exact["nested"]["count"] == 0

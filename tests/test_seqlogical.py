@@ -150,3 +150,29 @@ def test_labels_split_at_their_first_colon_and_errors_say_what_was_expected():
         to_flat(Tree("SL", "A", ["x"]))
     with pytest.raises(ValueError, match=r"^give exactly one of `slots` and `slot_tags`$"):
         from_flat(["x"], "IN:A")
+
+
+def test_frames_stack_the_intents_of_nested_trees_and_say_what_they_cannot_hold():
+    from crop_hf.seqlogical import IntentFrame, UnrepresentableParse, to_frame
+
+    text = "[IN:A x [SL:B [IN:C y [SL:D [IN:E z w ] ] ] ] [SL:F v ] ]"
+    tokens, frame = to_frame(text)
+    assert tokens == ["x", "y", "z", "w", "v"]
+    assert frame == IntentFrame("A", ["O", "B-B", "I-B", "I-B", "B-F"], {
+        1: IntentFrame("C", ["O", "B-D", "I-D"], {1: IntentFrame("E", ["O", "O"])})})
+    assert frame.depth == 3 and str(frame.to_tree(tokens)) == text
+    assert to_frame(parse(text), max_intent_depth=3)[1] == frame
+    for tree, depth, reason in [("[IN:A x [SL:B [IN:C y ] z ] ]", None, "mixed_slot"),
+                                ("[IN:A x [SL:B [IN:C y ] [IN:D z ] ] ]", None, "mixed_slot"),
+                                ("[IN:A x [SL:B ] ]", None, "empty_slot"),
+                                ("[IN:A x [SL:B [IN:C ] ] ]", None, "empty_slot"),
+                                (text, 2, "too_deep")]:
+        with pytest.raises(UnrepresentableParse) as error:
+            to_frame(tree, max_intent_depth=depth)
+        assert error.value.reason == reason, tree
+    with pytest.raises(UnrepresentableParse, match="root"):
+        to_frame(Tree("SL", "B", ["x"]))
+    with pytest.raises(ValueError, match="2 slot tags for 1 tokens"):
+        IntentFrame("E", ["O", "O"]).to_tree(["z"])
+    with pytest.raises(ValueError, match="no slot starts"):
+        IntentFrame("A", ["O", "B-B"], {0: IntentFrame("C", ["O"])}).to_tree(["x", "y"])

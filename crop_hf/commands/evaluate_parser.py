@@ -2,8 +2,11 @@
 
     crop-hf evaluate-parser --model parser --sources "hinglish_top?data_dir=data/hinglish-top" --split validation
 
-Gold trees with intents inside slots cannot be produced by a flat parser; they count as wrong and
-are also shown alone (the ``nested`` line).
+Exact match compares whole trees. Gold trees with intents inside slots are also scored alone (the
+``nested`` line, and a summary line of how many there were and how the model did on them); a flat
+parser cannot produce them, a hierarchical one (``max_intent_depth`` above 1) can up to its depth.
+Gold trees the model cannot represent (deeper than it supports, a slot without words) are counted
+by reason with their file:line (or row), and scored as wrong.
 """
 
 from __future__ import annotations
@@ -51,9 +54,17 @@ def run(config: EvaluateParserConfig) -> int:
         if config.max_samples is not None:
             rows = rows.select(range(min(config.max_samples, len(rows))))
         scores, _ = evaluate_parser(model, tokenizer, rows, batch_size=config.batch_size,
-                                    max_length=config.max_length, show_progress=True)
+                                    max_length=config.max_length, show_progress=True, where=f"{spec} ({config.split})")
         results[spec] = scores
-        print(f"{spec} ({config.split}), percent\n{format_parse_table(scores)}\n")
+        print(f"{spec} ({config.split}), percent\n{format_parse_table(scores)}")
+        nested, bad = scores["nested"], scores["unrepresentable"]
+        print(f"nested gold trees (intents inside slots): {nested['count']} of {scores['count']}; exact match on "
+              f"them {100 * nested['exact_match']:.1f}% (model intent depth {model.config.max_intent_depth})")
+        if bad["count"]:
+            reasons = ", ".join(f"{n} {reason}" for reason, n in bad["reasons"].items())
+            print(f"gold trees this model cannot represent (scored as wrong): {bad['count']} ({reasons}); first: "
+                  + " | ".join(bad["examples"][:3]))
+        print()
     if config.output:
         Path(config.output).write_text(json.dumps({"model": config.model, "split": config.split,
                                                    "scores": results}, indent=2) + "\n", encoding="utf-8")

@@ -8,10 +8,13 @@ an intent inside a slot (380 of 2,993 train rows, 189 of 1,390 validation rows).
 Features: the code-switched side in the columns the other semantic-parse builders use (``id``,
 ``utterance``, ``tokens``, ``intent``, ``slot_tags``, ``parse``, ``domain``), a ``nested`` flag,
 and the English side beside it (``en_utterance``, ``en_tokens``, ``en_intent``, ``en_slot_tags``,
-``en_parse``, ``en_nested``). ``tokens`` are the words of the parse; ``slot_tags`` are IOB2 over the
-top-level slots. A nested tree is kept, never dropped silently: its slot tags span every word under
-each top-level slot, ``parse`` holds the whole tree and ``nested`` is true, so a flat model scores
-such rows as wrong (see :mod:`crop_hf.metrics`); ``nested="skip"`` drops them, counted.
+``en_parse``, ``en_nested``), and ``source``, the row's ``file:line`` (the file's name within
+``data_dir``), for messages about the row later (a tree a parser cannot represent). ``tokens`` are
+the words of the parse; ``slot_tags`` are IOB2 over the top-level slots. A nested tree is kept,
+never dropped silently: its slot tags span every word under each top-level slot, ``parse`` holds
+the whole tree and ``nested`` is true, so a flat model scores such rows as wrong while a
+hierarchical one (:mod:`crop_hf.modeling`, ``max_intent_depth``) trains on and predicts the whole
+tree; ``nested="skip"`` drops them, counted.
 
 Example (``data_dir`` holding the two files)::
 
@@ -150,6 +153,7 @@ class HinglishTop(SemanticParseBuilder):
         for name in ("utterance", "tokens", "intent", "slot_tags", "parse"):
             features[f"en_{name}"] = strings if name in ("tokens", "slot_tags") else datasets.Value("string")
         features["en_nested"] = datasets.Value("bool")
+        features["source"] = datasets.Value("string")
         return datasets.Features(features)
 
     def _split_generators(self, dl_manager) -> list[datasets.SplitGenerator]:
@@ -187,6 +191,7 @@ class HinglishTop(SemanticParseBuilder):
                     "slot_tags": cs.slot_tags, "parse": cs.parse, "domain": domain, "nested": cs.nested,
                     "en_utterance": en.utterance, "en_tokens": en.tokens, "en_intent": en.intent,
                     "en_slot_tags": en.slot_tags, "en_parse": en.parse, "en_nested": en.nested,
+                    "source": f"{os.path.basename(path)}:{line}",  # no local folders in published rows
                 }
                 index += 1
         if index == 0:

@@ -1,12 +1,13 @@
 """Semantic parsing scores as CSTOP reports them: exact match, intent accuracy, slot F1, per domain.
 
-* **Exact match**: the predicted bracket parse equals the gold one after whitespace
-  canonicalisation (``[IN:X  a [SL:Y b]]`` equals ``[IN:X a [SL:Y b ] ]``). A gold tree with an intent
-  inside a slot can never be matched by a flat parser: it counts as wrong, as it should.
+* **Exact match**: the whole predicted tree equals the gold one (bracket parses compared after
+  whitespace canonicalisation: ``[IN:X  a [SL:Y b]]`` equals ``[IN:X a [SL:Y b ] ]``), nested
+  intents and all. A gold tree with an intent inside a slot can never be matched by a flat parser;
+  a hierarchical one matches it only with every nested intent and slot right.
 * **Intent accuracy**: the root intents agree.
 * **Slot micro-F1** with seqeval's semantics: a slot counts only when its name, first and last word
-  all match; gold slots are the top-level ones (nested trees flattened,
-  :func:`crop_hf.seqlogical.flatten_top_level`), spans compared by word position.
+  all match; gold slots are the top-level ones (each over all the words under it, as
+  :func:`crop_hf.seqlogical.flatten_top_level` reads them), spans compared by word position.
 
 Scores come overall, per domain (given ``domains``) and separately for the rows whose gold tree is
 nested (``nested``) and those that are flat (``flat``), so the cost of nesting stays visible.
@@ -28,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crop_hf.seqlogical import ParseError, flatten_top_level, parse
+from crop_hf.seqlogical import ParseError, Tree, parse
 
 __all__ = ["canonical_parse", "format_parse_table", "parse_scores"]
 
@@ -53,10 +54,18 @@ class _Row:
 
 def _read(text: str) -> _Row:
     try:
-        flat, nested = flatten_top_level(parse(text))
-    except (ParseError, ValueError):
+        tree = parse(text)
+    except ParseError:
         return _Row(None, set(), False)
-    return _Row(flat.intent, {(s.label, s.start, s.end) for s in flat.slots}, nested)
+    # The top level as flatten_top_level reads it, without its refusal of empty slots (a gold tree a
+    # model cannot represent still scores, as wrong, rather than stopping the evaluation).
+    spans, position = set(), 0
+    for child in tree.children:
+        width = len(child.tokens) if isinstance(child, Tree) else 1
+        if isinstance(child, Tree):
+            spans.add((child.name, position, position + width))
+        position += width
+    return _Row(tree.name, spans, tree.depth > 2)
 
 
 def _summarise(rows: list[tuple[bool, bool, int, int, int]]) -> dict[str, Any]:

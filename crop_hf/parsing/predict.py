@@ -9,16 +9,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from crop_hf.seqlogical import from_flat
+from crop_hf.seqlogical import IntentFrame, from_flat
 
-__all__ = ["ParserPrediction", "collate", "encode_words", "predict_parses", "to_parse"]
+__all__ = ["ParserPrediction", "collate", "encode_words", "nested_frame", "predict_parses", "prediction", "to_parse"]
 
 
 @dataclass
 class ParserPrediction:
     """One parsed utterance: ``intent``, IOB2 ``slot_tags`` over its words, ``parse`` and ``score``.
 
-    ``score`` is the model's probability of the intent times that of the whole tag sequence.
+    ``score`` is the model's probability of the intent times that of the whole tag sequence (and,
+    for a hierarchical model, those of its nested decisions). ``slot_tags`` are the top-level slots;
+    ``frame`` holds the whole tree as an :class:`~crop_hf.seqlogical.IntentFrame` stack, ``parse``
+    as a bracket string.
     """
 
     tokens: list[str]
@@ -26,6 +29,7 @@ class ParserPrediction:
     slot_tags: list[str]
     parse: str
     score: float
+    frame: IntentFrame | None = None
 
 
 def _writable(word: str) -> str:
@@ -40,6 +44,23 @@ def to_parse(tokens: Sequence[str], intent: str, slot_tags: Sequence[str]) -> st
     '[IN:GET_WEATHER [SL:LOCATION Delhi ] ka weather ]'
     """
     return str(from_flat([_writable(t) for t in tokens], intent, slot_tags=list(slot_tags)))
+
+
+def nested_frame(intent: str, slot_tags: Sequence[str], nested: Sequence, intent_labels: Sequence[str],
+                 slot_labels: Sequence[str]) -> IntentFrame:
+    """The :class:`~crop_hf.seqlogical.IntentFrame` of a decoded utterance: names for ids, positions made relative.
+
+    ``nested``: the :class:`~crop_hf.modeling.NestedParse` nodes of the top-level slots (word
+    positions of the whole utterance).
+    """
+
+    def build(name: str, tags: list[str], nodes: Sequence, offset: int) -> IntentFrame:
+        return IntentFrame(name, tags, {node.start - offset: build(intent_labels[node.intent_id],
+                                                                   [slot_labels[t] for t in node.slot_ids],
+                                                                   node.nested, node.start)
+                                        for node in nodes})
+
+    return build(intent, list(slot_tags), nested, 0)
 
 
 def encode_words(tokenizer, words: Sequence[Sequence[str]], max_length: int) -> dict[str, list[list[int]]]:
@@ -79,6 +100,14 @@ def collate(rows: Sequence[dict], pad_token_id: int) -> dict:
         longest = max(1, max(len(row["slot_labels"]) for row in rows))
         batch["slot_labels"] = torch.tensor([list(row["slot_labels"]) + [-100] * (longest - len(row["slot_labels"]))
                                              for row in rows])
+    if "span_targets" in rows[0]:  # the hierarchical decoder's targets, each prefixed with its row
+        for key, width in (("span_targets", 5), ("inner_targets", 4)):
+            batch[key] = torch.tensor([[i, *target] for i, row in enumerate(rows) for target in row[key]],
+                                      dtype=torch.long).reshape(-1, width)
+        labels = [list(tags) for row in rows for tags in row["inner_labels"]]
+        longest = max((len(tags) for tags in labels), default=1)
+        batch["inner_labels"] = torch.tensor([tags + [-100] * (longest - len(tags)) for tags in labels],
+                                             dtype=torch.long).reshape(-1, longest)
     return batch
 
 
@@ -102,9 +131,19 @@ def predict_parses(model, tokenizer, words: Sequence[Sequence[str]], *, batch_si
         with torch.no_grad():
             decoded = model.decode(model(**batch))
         for i, result in zip(chosen, decoded, strict=True):
-            tags = [slot_names[t] for t in result.slot_ids]
-            tags += ["O"] * (len(words[i]) - len(tags))
-            intent = intents[result.intent_id]
-            results[i] = ParserPrediction(list(words[i]), intent, tags, to_parse(words[i], intent, tags),
-                                          result.intent_probability * result.slot_probability)
+            results[i] = prediction(words[i], result, intents, slot_names)
     return [results[i] for i in range(len(words))]
+
+
+def prediction(words: Sequence[str], result, intent_labels: Sequence[str], slot_labels: Sequence[str]) -> ParserPrediction:
+    """A :class:`ParserPrediction` from one decoded row (:class:`~crop_hf.modeling.ParsedUtterance`) of ``words``.
+
+    Words past the sub-word limit are tagged ``O``.
+    """
+    tags = [slot_labels[t] for t in result.slot_ids]
+    tags += ["O"] * (len(words) - len(tags))
+    intent = intent_labels[result.intent_id]
+    frame = nested_frame(intent, tags, result.nested, intent_labels, slot_labels)
+    parse = str(frame.to_tree([_writable(w) for w in words])) if frame.nested else to_parse(words, intent, tags)
+    return ParserPrediction(list(words), intent, tags, parse,
+                            result.intent_probability * result.slot_probability * result.nested_probability, frame)

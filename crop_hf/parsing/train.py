@@ -12,6 +12,13 @@
   data with ``init_from``; labels the first stage did not see are added to the heads.
 * **few-shot** (CSTOP_100): ``few_shot=100`` trains on a sample covering every intent and slot label
   (:func:`crop_hf.parsing.fewshot.few_shot_indices`), ``few_shot_seed`` picks one of the draws.
+* **nested trees**: ``max_intent_depth`` above 1 trains the hierarchical decoder on whole trees
+  (intents inside slots); trees it cannot represent are left out, counted by reason with file:line
+  (``skipped_trees`` in ``all_results.json``).
+* **honest model selection**: ``dev_size`` carves a seeded dev split, stratified by intent, from
+  each training source (or ``dev_split`` names one); the learning curve (``eval_steps``) scores it
+  and the best point's model is saved. ``eval_split``/``test_split`` are only reported, never
+  selected on.
 * **checkpoints** every N steps or epoch (``accelerator.save_state``) and exact resume; the model,
   tokenizer, ``all_results.json`` and a model card in ``output_dir``; ``push_to_hub``.
 """
@@ -27,7 +34,7 @@ from typing import Any
 from crop_hf.engine.arguments import hyperparameters
 from crop_hf.engine.training import TrainingTask, start, train
 from crop_hf.parsing.arguments import ParserDataArguments, ParserModelArguments, ParserTrainingArguments
-from crop_hf.parsing.data import encode_rows, label_sets, load_parse_rows, split_side
+from crop_hf.parsing.data import dev_split, encode_rows, label_sets, load_parse_rows, split_side
 
 logger = logging.getLogger(__name__)
 
@@ -46,34 +53,41 @@ class ParserTrainingResult:
     history: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _extend_labels(model, intents: list[str], tags: list[str]):
-    """Grow the heads (and CRF) of a trained parser to new labels, keeping what it learned for the old ones."""
+def _extend_labels(model, intents: list[str], tags: list[str], max_intent_depth: int | None = None):
+    """Grow the heads (and CRFs) of a trained parser to new labels (or to the hierarchical decoder),
+    keeping what it learned for the old ones; new parts start fresh."""
     import torch
 
     from crop_hf.modeling import JointIntentSlotModel
 
     old = model.config
-    if list(old.intent_labels) == intents and list(old.slot_labels) == tags:
+    depth = max(old.max_intent_depth, max_intent_depth or 1)
+    if list(old.intent_labels) == intents and list(old.slot_labels) == tags and depth == old.max_intent_depth:
         return model
-    logger.info("extending the parser's labels: %d -> %d intents, %d -> %d slot tags",
-                len(old.intent_labels), len(intents), len(old.slot_labels), len(tags))
-    config = old.__class__(**{**old.to_dict(), "intent_labels": intents, "slot_labels": tags})
+    logger.info("extending the parser's labels: %d -> %d intents, %d -> %d slot tags, intent depth %d -> %d",
+                len(old.intent_labels), len(intents), len(old.slot_labels), len(tags), old.max_intent_depth, depth)
+    config = old.__class__(**{**old.to_dict(), "intent_labels": intents, "slot_labels": tags,
+                              "max_intent_depth": depth})
     grown = JointIntentSlotModel(config)
     state = model.state_dict()
     new_state = grown.state_dict()
-    intent_rows = [intents.index(n) for n in old.intent_labels]
-    tag_rows = [tags.index(n) for n in old.slot_labels]
+    intent_rows = torch.tensor([intents.index(n) for n in old.intent_labels])
+    tag_rows = torch.tensor([tags.index(n) for n in old.slot_labels])
+    names = [t[2:] for t in tags if t.startswith("B-")]
+    name_rows = torch.tensor([names.index(t[2:]) for t in old.slot_labels if t.startswith("B-")])
+    # which rows of each per-label parameter the old labels take
+    rows_of = {"intent_classifier.": intent_rows, "inner_intent_embeddings.": intent_rows,
+               "nested_intent_classifier.": torch.cat([torch.tensor([0]), intent_rows + 1]),
+               "slot_classifier.": tag_rows, "inner_slot_classifier.": tag_rows, "crf.": tag_rows,
+               "inner_crf.": tag_rows, "slot_name_embeddings.": name_rows}
     with torch.no_grad():
         for key, value in state.items():
             target = new_state[key]
-            if key.startswith("intent_classifier."):
-                target[intent_rows] = value
-            elif key.startswith("slot_classifier."):
-                target[tag_rows] = value
-            elif key == "crf.transitions":
-                target[torch.tensor(tag_rows).unsqueeze(1), torch.tensor(tag_rows)] = value
-            elif key.startswith("crf."):
-                target[tag_rows] = value
+            prefix = next((p for p in rows_of if key.startswith(p)), None)
+            if key.endswith("crf.transitions"):
+                target[tag_rows.unsqueeze(1), tag_rows] = value
+            elif prefix is not None:
+                target[rows_of[prefix]] = value
             else:
                 target.copy_(value)
     grown.load_state_dict(new_state)
@@ -88,14 +102,16 @@ def _load_model(model_args: ParserModelArguments, parts):
     if model_args.init_from:
         model = JointIntentSlotModel.from_pretrained(model_args.init_from)
         tokenizer = AutoTokenizer.from_pretrained(model_args.init_from)
-        intents, tags = label_sets(parts, model.config)
-        return tokenizer, _extend_labels(model, intents, tags)
-    intents, tags = label_sets(parts)
+        depth = max(model.config.max_intent_depth, model_args.max_intent_depth)
+        intents, tags = label_sets(parts, model.config, nested=depth > 1)
+        return tokenizer, _extend_labels(model, intents, tags, depth)
+    intents, tags = label_sets(parts, nested=model_args.max_intent_depth > 1)
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
     model = JointIntentSlotModel.from_encoder(
         model_args.model_name_or_path, intents, tags, use_crf=model_args.use_crf,
         slot_loss_weight=model_args.slot_loss_weight, intent_pooling=model_args.intent_pooling,
-        classifier_dropout=model_args.classifier_dropout)
+        classifier_dropout=model_args.classifier_dropout, max_intent_depth=model_args.max_intent_depth,
+        span_hidden_size=model_args.span_hidden_size)
     return tokenizer, model
 
 
@@ -143,10 +159,25 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
     if len(weights) != len(data_args.train_sources):
         raise ValueError(f"{len(weights)} train_weights for {len(data_args.train_sources)} train_sources")
 
+    if data_args.dev_size is not None and data_args.dev_split is not None:
+        raise ValueError("give dev_size (carve a dev split from the training rows) or dev_split, not both")
+    reported = {data_args.eval_split, data_args.test_split} - {None}
+    if data_args.dev_split is not None and data_args.dev_split in reported:
+        raise ValueError(f"dev_split {data_args.dev_split!r} is also reported (eval_split/test_split): selecting on "
+                         "the split a run reports overstates it; carve one with dev_size instead")
     with accelerator.main_process_first():
         parts = []
+        dev_parts: dict[str, Any] = {}
         for spec in data_args.train_sources:
             rows = load_parse_rows(spec, "train", dataset=datasets.get(split_side(spec)[0]))
+            if data_args.dev_size is not None:
+                kept, held_out = dev_split(rows, data_args.dev_size, training_args.seed)
+                dev_parts[spec] = rows.select(held_out)
+                rows = rows.select(kept)
+                logger.info("%s: %d rows held out as the dev split (seed %d, stratified by intent)", spec,
+                            len(held_out), training_args.seed)
+            elif data_args.dev_split is not None:
+                dev_parts[spec] = load_parse_rows(spec, data_args.dev_split, dataset=datasets.get(split_side(spec)[0]))
             if data_args.skip_nested and "nested" in rows.column_names:
                 rows = rows.filter(lambda row: not row["nested"], desc="leaving out nested trees")
             if data_args.max_train_samples is not None:
@@ -158,8 +189,13 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
                 logger.info("%s: few-shot sample of %d utterances (seed %d)", spec, len(rows), data_args.few_shot_seed)
             parts.append(rows)
     tokenizer, model = _load_model(model_args, parts)
+    from crop_hf.data.readers import SkippedRecords
+
+    skipped = {spec: SkippedRecords() for spec in data_args.train_sources}
     with accelerator.main_process_first():
-        encoded = [encode_rows(rows, tokenizer, model, data_args.max_seq_length) for rows in parts]
+        encoded = [encode_rows(rows, tokenizer, model, data_args.max_seq_length, where=f"{spec} (train)",
+                               skipped=skipped[spec])
+                   for spec, rows in zip(data_args.train_sources, parts, strict=True)]
     train_rows = concatenate_datasets(encoded)
     sampler = WeightedMixSampler([len(p) for p in encoded], weights, seed=training_args.seed)
     if len(sampler) == 0:
@@ -187,22 +223,42 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
                                               max_length=data_args.max_seq_length)
         return scores
 
+    best: dict[str, Any] = {}  # the best dev point so far: its exact match, its weights (on the CPU), its number
+    curve_points: list[Any] = []
+
+    def dev_scores(current) -> dict[str, Any]:
+        return {spec: evaluate_parser(current, tokenizer, rows, batch_size=training_args.per_device_eval_batch_size,
+                                      max_length=data_args.max_seq_length)[0]
+                for spec, rows in dev_parts.items()}
+
     def learning_curve_scores(current) -> dict[str, Any] | None:
         split = data_args.eval_split or data_args.test_split
-        if not split or not accelerator.is_main_process:
+        if not (dev_parts or split) or not accelerator.is_main_process:
             return None
         was_training = current.training
         current.eval()
         with torch.no_grad():
-            scores = score(current, split)
+            scores = dev_scores(current) if dev_parts else score(current, split)
         current.train(was_training)
-        return scores
+        if dev_parts and data_args.select_on_dev:
+            exact = sum(s["exact_match"] * s["count"] for s in scores.values()) / max(
+                sum(s["count"] for s in scores.values()), 1)
+            if not best or exact > best["exact_match"]:  # the earliest of equal points
+                best.update(exact_match=exact, at=len(curve_points) + 1,
+                            state={k: v.detach().to("cpu", copy=True) for k, v in current.state_dict().items()})
+        curve_points.append(scores)
+        return {"dev": scores} if dev_parts else scores
 
     logger.info("training the parser: %d utterances per epoch, %d intents, %d slot tags",
                 len(sampler), len(model.config.intent_labels), len(model.config.slot_labels))
     run = train(TrainingTask(model, train_loader, loss=lambda model, batch: model(**batch).loss,
                              optimizer=_optimizer(model, training_args), evaluate=learning_curve_scores),
                 training_args, accelerator)
+    selected = None
+    if best and accelerator.is_main_process:
+        selected = run.history[best["at"] - 1]["step"] if len(run.history) >= best["at"] else None
+        run.unwrapped().load_state_dict(best["state"])
+        logger.info("saving the model of step %s, the best dev exact match (%.1f)", selected, 100 * best["exact_match"])
     model = run.save_model(tokenizer)
 
     scores: dict[str, dict[str, Any]] = {}
@@ -217,6 +273,15 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
 
     results: dict[str, Any] = {"train_steps": run.completed_steps, "train_utterances_per_epoch": len(sampler),
                                "train_loss": run.train_loss, "scores": scores}
+    if dev_parts:
+        if not training_args.wants_curve():
+            logger.warning("a dev split but no eval_steps/eval_minutes: nothing to select among, the last step is saved")
+        results["dev"] = {"rows": {spec: len(rows) for spec, rows in dev_parts.items()},
+                          "split": data_args.dev_split or f"carved from train (dev_size {data_args.dev_size}, "
+                                                          f"seed {training_args.seed}, stratified by intent)",
+                          "selected_step": selected}
+    if any(s.total for s in skipped.values()):
+        results["skipped_trees"] = {spec: dict(s.counts) for spec, s in skipped.items() if s.total}
     if run.history:
         results["history"] = run.history
 

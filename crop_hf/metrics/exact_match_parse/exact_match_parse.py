@@ -6,9 +6,9 @@ Usage::
     metric = evaluate.load(crop_hf.metrics.path("exact_match_parse"))
     metric.compute(predictions=predictions, references=references, domains=domains)
 
-The predicted parse must equal the gold parse after whitespace canonicalisation (CSTOP's metric).
-Gold trees with intents inside slots are counted in the overall score and also reported alone
-(``nested_*``); ``domains`` (optional, one per row) adds ``per_domain``. The computation is
+The whole predicted tree must equal the gold tree, nested intents and all, after whitespace
+canonicalisation (CSTOP's metric). Gold trees with intents inside slots are counted in the overall
+score and also reported alone (``nested_*``); ``domains`` (optional, one per row) adds ``per_domain``. The computation is
 :func:`crop_hf.metrics.parsing.parse_scores`.
 """
 

@@ -1,0 +1,320 @@
+"""Nested trees (intents inside slots) end to end: frames and targets, the hierarchical decoder, the
+pipeline's nested slots, model selection on a dev split, and trees a model cannot represent."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crop_hf.parsing.arguments import ParserDataArguments, ParserModelArguments, ParserTrainingArguments
+from crop_hf.parsing.train import train_parser
+from crop_hf.seqlogical import IntentFrame, Tree, UnrepresentableParse, parse, to_frame
+
+# ---------------------------------------------------------------- a synthetic nested grammar
+
+CITIES = ["paris", "delhi", "tokyo", "lima", "oslo", "rome", "cairo", "quito"]
+PLACES = ["home", "office", "school", "gym", "park", "shop"]
+EVENTS = ["concert", "party", "match", "meeting", "wedding", "lecture"]
+DAYS = ["monday", "friday", "sunday", "tuesday"]
+TASKS = ["laundry", "dishes", "shopping", "homework"]
+
+
+def _grammar() -> list[str]:
+    """Every utterance of a small TOP-like grammar: flat trees, one nesting level and two."""
+    trees = [f"[IN:GET_WEATHER weather in [SL:LOCATION {c} ] ]" for c in CITIES]
+    trees += [f"[IN:GET_WEATHER weather at [SL:LOCATION [IN:GET_LOCATION my [SL:PLACE {p} ] ] ] ]" for p in PLACES]
+    trees += [f"[IN:SET_REMINDER remind me about [SL:TODO [IN:GET_EVENT the [SL:EVENT {e} ] on [SL:DATE {d} ] ] ] ]"
+              for e in EVENTS for d in DAYS]
+    trees += [f"[IN:SET_REMINDER remind me about [SL:TODO {t} ] [SL:DATE {d} ] ]" for t in TASKS for d in DAYS]
+    trees += [f"[IN:GET_WEATHER weather near [SL:LOCATION [IN:GET_LOCATION the [SL:PLACE [IN:GET_EVENT the "
+              f"[SL:EVENT {e} ] ] ] venue ] ] ]" for e in EVENTS]
+    return trees
+
+
+def _rows(trees):
+    import datasets
+
+    from crop_hf.seqlogical import flatten_top_level
+
+    flat = [flatten_top_level(t)[0] for t in trees]
+    return datasets.Dataset.from_dict({"tokens": [f.tokens for f in flat], "intent": [f.intent for f in flat],
+                                       "slot_tags": [f.slot_tags for f in flat], "parse": list(trees)})
+
+
+def _split():
+    trees = _grammar()
+    random.Random(1).shuffle(trees)
+    cut = len(trees) // 4
+    return trees[cut:], trees[:cut]  # held-out utterances: filler combinations never trained on
+
+
+@pytest.fixture(scope="module")
+def nested_parser(tmp_path_factory):
+    """A tiny hierarchical parser trained for a few seconds on the synthetic grammar (and its held-out rows)."""
+    import datasets
+
+    from crop_hf.demo_models import build_tiny_bert
+
+    train, held_out = _split()
+    folder = tmp_path_factory.mktemp("nested")
+    encoder = build_tiny_bert(folder / "encoder", corpus=[" ".join(parse(t).tokens) for t in train],
+                              hidden_size=32, layers=1)
+    train_parser(ParserModelArguments(model_name_or_path=str(encoder), max_intent_depth=3),
+                 ParserDataArguments(train_sources=["syn"], eval_split=None),
+                 ParserTrainingArguments(output_dir=str(folder / "out"), learning_rate=5e-3, max_train_steps=400,
+                                         per_device_train_batch_size=16, show_progress=False, seed=0),
+                 datasets={"syn": datasets.DatasetDict({"train": _rows(train)})})
+    return folder / "out", held_out
+
+
+@pytest.mark.slow
+def test_a_tiny_hierarchical_parser_learns_to_emit_nested_trees(nested_parser):
+    from transformers import AutoTokenizer
+
+    from crop_hf.modeling import JointIntentSlotModel
+    from crop_hf.parsing.evaluate import evaluate_parser
+
+    folder, held_out = nested_parser
+    model = JointIntentSlotModel.from_pretrained(folder)
+    assert model.config.max_intent_depth == 3 and model.hierarchical
+    scores, predictions = evaluate_parser(model, AutoTokenizer.from_pretrained(folder), _rows(held_out))
+    # Measured: 1.0 overall and on the 11 nested held-out trees (seed 0); an untrained decoder emits none.
+    assert scores["nested"]["count"] >= 8 and scores["nested"]["exact_match"] >= 0.9, scores
+    assert scores["exact_match"] >= 0.9, scores
+    assert any(parse(p.parse).depth >= 6 for p in predictions)  # two intents deep, as the grammar has
+    assert scores["unrepresentable"]["count"] == 0
+    assert "hierarchical" in (folder / "README.md").read_text()  # the card says what the model predicts
+
+
+@pytest.mark.slow
+def test_pipeline_returns_nested_slots_with_word_offsets(nested_parser):
+    from transformers import pipeline
+
+    import crop_hf  # noqa: F401
+
+    folder, _ = nested_parser
+    parser = pipeline("semantic-parsing", model=str(folder))
+    words = ["remind", "me", "about", "the", "wedding", "on", "friday"]
+    out, flat = parser([words, ["weather", "in", "oslo"]], batch_size=2)
+    text = " ".join(words)
+    assert parse(out["parse"]).depth == 4 and out["intent"] == "SET_REMINDER"
+    (todo,) = out["slots"]
+    assert (todo["label"], todo["intent"], todo["start"], todo["end"]) == ("TODO", "GET_EVENT", 16, len(text))
+    assert todo["text"] == "the wedding on friday" == text[todo["start"]:todo["end"]]
+    assert [(s["label"], s["text"], text[s["start"]:s["end"]]) for s in todo["slots"]] == [
+        ("EVENT", "wedding", "wedding"), ("DATE", "friday", "friday")]
+    assert set(flat) == {"intent", "slots", "parse", "score"} and set(flat["slots"][0]) == {"label", "text", "start",
+                                                                                             "end"}
+    single = parser(text)
+    assert single["parse"] == out["parse"] and single["slots"] == out["slots"]
+    assert 0.0 < single["score"] <= 1.0
+
+
+def test_a_flat_model_never_emits_nested_trees_and_old_configs_load_flat(tiny_bert, tmp_path):
+    from crop_hf.modeling import JointIntentSlotModel
+    from crop_hf.parsing.data import encode_rows
+
+    model = JointIntentSlotModel.from_encoder(str(tiny_bert), ["A"], ["O", "B-X", "I-X"])
+    model.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    for key in ("max_intent_depth", "span_hidden_size"):  # a checkpoint saved before these fields existed
+        config.pop(key, None)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    old = JointIntentSlotModel.from_pretrained(tmp_path)
+    assert old.config.max_intent_depth == 1 and not old.hierarchical and not hasattr(old, "nested_intent_classifier")
+    with pytest.raises(ValueError, match="max_intent_depth"):
+        old(input_ids=torch.tensor([[1, 2]]), word_index=torch.tensor([[0, 1]]), span_targets=torch.zeros(0, 5))
+    from transformers import AutoTokenizer
+
+    encoded = encode_rows(_rows(["[IN:A x [SL:X y ] ]"]), AutoTokenizer.from_pretrained(tiny_bert), old, 32)
+    assert "span_targets" not in encoded.column_names
+
+
+# ---------------------------------------------------------------- frames and hierarchical targets
+
+_NAMES = st.sampled_from(["A", "B", "C"])
+_WORDS = st.lists(st.sampled_from(["x", "y", "z"]), max_size=2)
+_SOME_WORDS = st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=2)
+
+
+def _intent(depth: int):
+    """Random intents whose slots hold words or (below ``depth``) exactly one intent."""
+    slot = st.builds(lambda name, words: Tree("SL", name, words), _NAMES, _SOME_WORDS)
+    if depth > 1:
+        slot = st.one_of(slot, st.builds(lambda name, inner: Tree("SL", name, [inner]), _NAMES,
+                                      _intent(depth - 1).filter(lambda inner: inner.tokens)))
+    children = st.lists(st.one_of(_WORDS, slot.map(lambda s: [s])), max_size=4).map(lambda parts: [c for part in parts for c in part])
+    return st.builds(lambda name, kids: Tree("IN", name, kids), _NAMES, children)
+
+
+@settings(max_examples=200)
+@given(_intent(4))
+def test_trees_round_trip_through_frames_and_hierarchical_targets(tree):
+    from crop_hf.parsing.data import frame_from_targets, frame_targets
+
+    tokens, frame = to_frame(tree)
+    assert str(frame.to_tree(tokens)) == str(tree)
+    intents = ["A", "B", "C"]
+    tags = ["O"] + [f"{p}-{n}" for n in intents for p in "BI"]
+    targets = frame_targets(frame, {n: i for i, n in enumerate(intents)}, {t: i for i, t in enumerate(tags)},
+                            {n: i for i, n in enumerate(intents)})
+    # every slot of every level has a decision; every filled one an intent and one tag per word
+    assert len(targets["span_targets"]) == sum(1 for n in tree.subtrees() if n.kind == "SL")
+    assert len(targets["inner_targets"]) == sum(1 for n in tree.subtrees() if n.kind == "IN") - 1
+    for (start, end, _), labels in zip(targets["inner_targets"], targets["inner_labels"], strict=True):
+        assert len(labels) == end - start > 0
+    back = frame_from_targets(frame.intent, frame.slot_tags, targets["inner_targets"], targets["inner_labels"],
+                              intents, tags)
+    assert back == frame and str(back.to_tree(tokens)) == str(tree)
+    with pytest.raises(UnrepresentableParse):
+        to_frame(tree, max_intent_depth=frame.depth - 1) if frame.depth > 1 else to_frame("[IN:A [SL:B ] ]")
+
+
+def test_to_frame_names_what_it_cannot_represent():
+    with pytest.raises(UnrepresentableParse) as error:
+        to_frame("[IN:A x [SL:B [IN:C y ] z ] ]")
+    assert error.value.reason == "mixed_slot"
+    with pytest.raises(UnrepresentableParse) as error:
+        to_frame("[IN:A x [SL:B ] ]")
+    assert error.value.reason == "empty_slot"
+    with pytest.raises(UnrepresentableParse) as error:
+        to_frame("[IN:A [SL:B [IN:C [SL:D [IN:E y ] ] ] ] ]", max_intent_depth=2)
+    assert error.value.reason == "too_deep"
+    assert to_frame("[IN:A [SL:B [IN:C y ] ] ]", max_intent_depth=2)[1] == IntentFrame(
+        "A", ["B-B"], {0: IntentFrame("C", ["O"])})
+    with pytest.raises(ValueError, match="no slot starts"):
+        IntentFrame("A", ["O", "B-B"], {0: IntentFrame("C", ["O"])}).to_tree(["x", "y"])
+
+
+# ---------------------------------------------------------------- bad input: counted with file:line
+
+
+def test_unrepresentable_training_trees_are_counted_with_file_and_line(tiny_bert, tmp_path, caplog):
+    import datasets
+
+    trees = ["[IN:A x [SL:B y ] ]", "[IN:A [SL:B [IN:C [SL:D [IN:E y ] ] ] ] ]", "[IN:A x [SL:B [IN:C y ] ] ]",
+             "[IN:A x [SL:B ] ]", "[IN:A x [SL:B [IN:C y ] z ] ]"] * 2
+    rows = {"tokens": [parse(t).tokens for t in trees], "intent": ["A"] * 10,
+            "slot_tags": [["O"] * len(parse(t).tokens) for t in trees], "parse": trees,
+            "source": [f"train.tsv:{i + 2}" for i in range(10)]}
+    data = datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows)})
+    result = train_parser(ParserModelArguments(model_name_or_path=str(tiny_bert), max_intent_depth=2),
+                          ParserDataArguments(train_sources=["bad"], eval_split=None),
+                          ParserTrainingArguments(output_dir=str(tmp_path), max_train_steps=2,
+                                                  per_device_train_batch_size=2, show_progress=False),
+                          datasets={"bad": data})
+    assert result.completed_steps == 2
+    results = json.loads((tmp_path / "all_results.json").read_text())
+    assert results["skipped_trees"] == {"bad": {"too_deep": 2, "empty_slot": 2, "mixed_slot": 2}}
+    assert results["train_utterances_per_epoch"] == 4
+    assert "train.tsv:3: expected a tree the model can represent" in caplog.text
+    assert "train.tsv:5:" in caplog.text and "train.tsv:6:" in caplog.text
+
+    from transformers import AutoTokenizer
+
+    from crop_hf.modeling import JointIntentSlotModel
+    from crop_hf.parsing.evaluate import evaluate_parser
+
+    model = JointIntentSlotModel.from_pretrained(tmp_path)
+    without_source = datasets.Dataset.from_dict({k: v for k, v in rows.items() if k != "source"})
+    scores, _ = evaluate_parser(model, AutoTokenizer.from_pretrained(tmp_path), without_source.select(range(5)),
+                                where="bad (validation)")
+    assert scores["unrepresentable"]["count"] == 3 and scores["count"] == 5
+    assert scores["unrepresentable"]["examples"][0].startswith("bad (validation):2: ")
+
+
+def test_evaluate_parser_command_reports_nested_gold_trees(tiny_bert, tmp_path, capsys, monkeypatch):
+    import datasets
+
+    from crop_hf.commands import evaluate_parser as command
+    from crop_hf.modeling import JointIntentSlotModel
+
+    model = JointIntentSlotModel.from_encoder(str(tiny_bert), ["A", "C"], ["O", "B-B", "I-B"])
+    model.save_pretrained(tmp_path / "m")
+    from transformers import AutoTokenizer
+
+    AutoTokenizer.from_pretrained(tiny_bert).save_pretrained(tmp_path / "m")
+    trees = ["[IN:A x [SL:B y ] ]", "[IN:A x [SL:B [IN:C y ] ] ]", "[IN:A x [SL:B [IN:C y ] ] ]"]
+    rows = _rows(trees)
+    monkeypatch.setattr("crop_hf.data.sources.load_spec", lambda spec: datasets.DatasetDict({"validation": rows}))
+    assert command.run(command.EvaluateParserConfig(model=str(tmp_path / "m"), sources=["toy"])) == 0
+    out = capsys.readouterr().out
+    assert "nested gold trees (intents inside slots): 2 of 3; exact match on them 0.0% (model intent depth 1)" in out
+    assert "cannot represent (scored as wrong): 2 (2 too_deep); first: toy (validation):2: " in out
+
+
+# ---------------------------------------------------------------- honest model selection
+
+
+def test_dev_split_is_seeded_stratified_and_disjoint_from_train():
+    import datasets
+
+    from crop_hf.parsing.data import dev_split
+
+    intents = ["A"] * 50 + ["B"] * 30 + ["C"] * 20 + ["D"]
+    rows = datasets.Dataset.from_dict({"intent": intents})
+    train, dev = dev_split(rows, 0.1, seed=3)
+    assert set(train).isdisjoint(dev) and sorted(train + dev) == list(range(len(intents)))
+    counts = {i: [intents[d] for d in dev].count(i) for i in "ABCD"}
+    assert counts == {"A": 5, "B": 3, "C": 2, "D": 0}  # each intent its share; a lone intent stays in train
+    assert dev_split(rows, 0.1, seed=3) == (train, dev)
+    assert dev_split(rows, 0.1, seed=4)[1] != dev
+    assert len(dev_split(rows, 20, seed=3)[1]) == 20  # a number of rows
+    with pytest.raises(ValueError, match="positive"):
+        dev_split(rows, 0, seed=3)
+
+
+def test_training_selects_on_the_dev_split_and_refuses_to_select_on_a_reported_one(tiny_bert, tmp_path):
+    import datasets
+
+    from crop_hf.modeling import JointIntentSlotModel
+
+    train, held_out = _split()
+    data = datasets.DatasetDict({"train": _rows(train), "validation": _rows(held_out)})
+    model_args = ParserModelArguments(model_name_or_path=str(tiny_bert), max_intent_depth=3)
+    with pytest.raises(ValueError, match="also reported"):
+        train_parser(model_args, ParserDataArguments(train_sources=["syn"], dev_split="validation"),
+                     ParserTrainingArguments(output_dir=str(tmp_path / "no"), max_train_steps=1),
+                     datasets={"syn": data})
+    result = train_parser(model_args, ParserDataArguments(train_sources=["syn"], dev_size=0.25),
+                          ParserTrainingArguments(output_dir=str(tmp_path / "out"), learning_rate=5e-3,
+                                                  max_train_steps=60, eval_steps=20, per_device_train_batch_size=8,
+                                                  show_progress=False, seed=0),
+                          datasets={"syn": data})
+    results = json.loads((tmp_path / "out" / "all_results.json").read_text())
+    dev = [point["scores"]["dev"]["syn"]["exact_match"] for point in result.history]
+    assert [point["step"] for point in result.history] == [20, 40, 60]
+    assert results["dev"]["rows"] == {"syn": 11}  # a quarter of each intent's training rows, rounded
+    best = result.history[dev.index(max(dev))]["step"]
+    assert results["dev"]["selected_step"] == best
+    assert set(results["scores"]) == {"validation"}  # reported, never selected on
+    # the saved model is the selected point's: scoring it on the dev rows gives that point's score
+    from transformers import AutoTokenizer
+
+    from crop_hf.parsing.data import dev_split
+    from crop_hf.parsing.evaluate import evaluate_parser
+
+    _, dev_rows = dev_split(data["train"], 0.25, seed=0)
+    saved = JointIntentSlotModel.from_pretrained(tmp_path / "out")
+    scores, _ = evaluate_parser(saved, AutoTokenizer.from_pretrained(tmp_path / "out"), data["train"].select(dev_rows))
+    assert scores["exact_match"] == pytest.approx(max(dev))
+
+
+def test_staged_growth_from_a_flat_parser_keeps_its_weights(tiny_bert):
+    from crop_hf.modeling import JointIntentSlotModel
+    from crop_hf.parsing.train import _extend_labels
+
+    flat = JointIntentSlotModel.from_encoder(str(tiny_bert), ["B"], ["O", "B-Y", "I-Y"])
+    grown = _extend_labels(flat, ["B", "A"], ["O", "B-Y", "I-Y", "B-X", "I-X"], max_intent_depth=3)
+    assert grown.hierarchical and grown.config.max_intent_depth == 3
+    assert torch.equal(grown.intent_classifier.weight[0], flat.intent_classifier.weight[0])
+    assert torch.equal(grown.crf.transitions[:3, :3], flat.crf.transitions)
+    again = _extend_labels(grown, ["B", "A", "C"], ["O", "B-Y", "I-Y", "B-X", "I-X"])
+    assert torch.equal(again.nested_intent_classifier.weight[:3], grown.nested_intent_classifier.weight)
+    assert torch.equal(again.inner_intent_embeddings.weight[:2], grown.inner_intent_embeddings.weight)
+    assert torch.equal(again.slot_name_embeddings.weight, grown.slot_name_embeddings.weight)
