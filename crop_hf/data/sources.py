@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ __all__ = [
     "join_languages",
     "load_source",
     "load_spec",
+    "parse_query",
     "parse_source_spec",
     "split_by_language",
 ]
@@ -56,15 +57,26 @@ def _parse_value(value: str) -> Any:
     return {"true": True, "false": False}.get(value.lower(), value)
 
 
+def parse_query(query: str, what: str, value: Callable[[str], Any] = _parse_value) -> dict[str, Any]:
+    """The ``key=value&...`` after a ``?`` (source specs, projection methods) as a dict; ``what`` names the
+    whole string in the error a malformed item raises, ``value`` reads each value.
+
+    >>> parse_query("data_dir=/d&strict=false", "spec")
+    {'data_dir': '/d', 'strict': False}
+    """
+    options = {}
+    for item in filter(None, query.split("&")):
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"{what}: expected key=value after '?', got {item!r}")
+        options[key] = value(text)
+    return options
+
+
 def parse_source_spec(spec: str) -> SourceSpec:
     """Read ``[hub:|disk:]NAME[:CONFIG][?key=value&...]``; an existing folder is a ``disk`` source."""
     body, _, query = spec.partition("?")
-    kwargs = {}
-    for item in filter(None, query.split("&")):
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"source spec {spec!r}: expected key=value after '?', got {item!r}")
-        kwargs[key] = _parse_value(value)
+    kwargs = parse_query(query, f"source spec {spec!r}")
     if body.startswith("disk:"):
         return SourceSpec("disk", body[len("disk:"):], None, kwargs)
     if Path(body).is_dir():

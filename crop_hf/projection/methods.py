@@ -138,14 +138,10 @@ def parse_method(text: str) -> tuple[str, dict[str, Any]]:
 
     A method name with options written as a source spec writes its ``?key=value&...``.
     """
+    from crop_hf.data.sources import parse_query
+
     name, _, query = text.partition("?")
-    options = {}
-    for item in filter(None, query.split("&")):
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"method {text!r}: expected key=value after '?', got {item!r}")
-        options[key] = _option_value(value)
-    return name, options
+    return name, parse_query(query, f"method {text!r}", _option_value)
 
 
 def get_method(name: str) -> ProjectionMethod:
