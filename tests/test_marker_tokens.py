@@ -106,3 +106,67 @@ def test_marker_ids_and_decoding_keep_markers_and_drop_other_special_tokens(bare
 def test_marker_strings_are_in_slot_order():
     assert marker_strings("crop", 3) == ["__SLOT0__", "__SLOT1__", "__SLOT2__"]
     assert marker_strings("easyproject", 3) == ["[", "]"]
+
+
+class _TwoMatrices(torch.nn.Module):
+    """A model whose output layer is not tied to its input embeddings (as some seq2seq models have it)."""
+
+    def __init__(self, rows: int, width: int, spare: int = 0) -> None:
+        super().__init__()
+        generator = torch.Generator().manual_seed(1)
+        self.inp = torch.nn.Embedding(rows, width)
+        self.out = torch.nn.Linear(width, rows, bias=False)
+        with torch.no_grad():  # far from zero, so that a zero row in the reference would show
+            self.inp.weight.copy_(0.1 * torch.randn(rows, width, generator=generator) + torch.linspace(5, 10, width))
+            self.out.weight.copy_(0.1 * torch.randn(rows, width, generator=generator) - torch.linspace(5, 10, width))
+            if spare:  # unused rows past the vocabulary (M2M100 keeps 8), never trained: zeros here
+                self.inp.weight[-spare:] = 0
+                self.out.weight[-spare:] = 0
+
+    def get_input_embeddings(self):
+        return self.inp
+
+    def get_output_embeddings(self):
+        return self.out
+
+    def resize_token_embeddings(self, rows: int, mean_resizing: bool = True):
+        for name in ("inp", "out"):
+            old = getattr(self, name).weight.detach()
+            grown = torch.zeros(rows, old.shape[1])
+            grown[: old.shape[0]] = old
+            module = torch.nn.Embedding(rows, old.shape[1]) if name == "inp" else torch.nn.Linear(old.shape[1], rows,
+                                                                                                   bias=False)
+            with torch.no_grad():
+                module.weight.copy_(grown)
+            setattr(self, name, module)
+
+
+def test_an_untied_output_layer_gets_its_own_noisy_mean(bare_m2m100):
+    tokenizer, _ = _load(bare_m2m100)
+    model = _TwoMatrices(len(tokenizer) + 8, 8, spare=8)
+    # the reference rows: the vocabulary's, not the spare ones the first markers land in
+    old = {name: getattr(model, name).weight.detach()[: len(tokenizer)].clone() for name in ("inp", "out")}
+    added = add_marker_tokens(tokenizer, model)  # the defaults: crop markers, 16 slots, seed 0, noisy mean
+    assert tokenizer.convert_ids_to_tokens(added) == marker_strings("crop", 16)
+    for name in ("inp", "out"):
+        rows = getattr(model, name).weight.detach()[added]
+        mean, std = old[name].mean(0), old[name].std(0)
+        # 16 draws of noise with a tenth of the spread average out to within 0.1 std of the old rows' mean
+        assert torch.all((rows.mean(0) - mean).abs() <= 0.1 * std), name
+        assert torch.all((rows - mean).abs() <= 0.6 * std), name
+    tokenizer2, _ = _load(bare_m2m100)
+    again = _TwoMatrices(len(tokenizer2) + 8, 8, spare=8)
+    add_marker_tokens(tokenizer2, again, "crop", 16, seed=0, init="mean")
+    assert torch.equal(again.inp.weight, model.inp.weight) and torch.equal(again.out.weight, model.out.weight)
+
+
+def test_decoding_never_cleans_up_spaces_whatever_the_tokenizer_default(bare_m2m100):
+    tokenizer, model = _load(bare_m2m100)
+    add_marker_tokens(tokenizer, model, "crop", 2)
+    tokenizer.clean_up_tokenization_spaces = True
+    assert MarkerVocabulary(tokenizer, "crop").decode(tokenizer, [tokenizer("Paris , ja").input_ids])[0].endswith(
+        "Paris , ja")
+
+
+def test_marker_strings_default_to_sixteen_crop_slots():
+    assert marker_strings() == [f"__SLOT{i}__" for i in range(16)]
