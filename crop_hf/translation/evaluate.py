@@ -111,6 +111,12 @@ class TranslationEvaluation:
     def to_dict(self) -> list[dict[str, Any]]:
         return [{"model": m, "decoding": d, "direction": direction, **s} for (m, d, direction), s in self.scores.items()]
 
+    @classmethod
+    def from_dict(cls, items: Iterable[Mapping[str, Any]]) -> TranslationEvaluation:
+        """The scores :meth:`to_dict` wrote (a learning-curve point of ``all_results.json``), read back."""
+        keys = ("model", "decoding", "direction")
+        return cls({tuple(item[k] for k in keys): {k: v for k, v in item.items() if k not in keys} for item in items})
+
 
 def _directions(dataset: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}

@@ -262,11 +262,7 @@ def train_translation(
     history = run.history
     if accelerator.is_main_process:
         if history and history[-1]["step"] == run.completed_steps and "scores" in history[-1]:
-            last = TranslationEvaluation()
-            for item in history[-1]["scores"]:
-                scores = {k: v for k, v in item.items() if k not in ("model", "decoding", "direction")}
-                last.scores[(item["model"], item["decoding"], item["direction"])] = scores
-            evaluation.merge(last)
+            evaluation.merge(TranslationEvaluation.from_dict(history[-1]["scores"]))
         else:
             after = evaluate(model, "trained")
             if after:
