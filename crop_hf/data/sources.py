@@ -37,9 +37,11 @@ __all__ = [
     "join_languages",
     "load_source",
     "load_spec",
+    "mix_weights",
     "parse_query",
     "parse_source_spec",
     "split_by_language",
+    "weighted_mix_loader",
 ]
 
 
@@ -205,6 +207,35 @@ def split_by_language(dataset, default: str) -> dict[str, Any]:
         return {langs[0]: dataset}
     column = dataset["lang"]
     return {lang: dataset.select([i for i, value in enumerate(column) if value == lang]) for lang in sorted(langs)}
+
+
+def mix_weights(sources: Sequence[str], weights: Sequence[float] | None) -> list[float]:
+    """The sampling weight of each training source: ``weights`` (one per source), or 1 each.
+
+    >>> mix_weights(["conll5:en", "disk:synthetic"], None)
+    [1.0, 1.0]
+    """
+    weights = list(weights) if weights else [1.0] * len(sources)
+    if len(weights) != len(sources):
+        raise ValueError(f"{len(weights)} train_weights for {len(sources)} train_sources")
+    return weights
+
+
+def weighted_mix_loader(parts: Sequence[Any], weights: Sequence[float], *, batch_size: int, collate_fn: Any,
+                        seed: int):
+    """A ``DataLoader`` over the concatenated ``parts`` (one ``Dataset`` per source), sampled by
+    :class:`WeightedMixSampler` (``loader.sampler``: its ``len`` is the examples of one epoch)."""
+    import torch
+    from datasets import concatenate_datasets
+    from torch.utils.data import DataLoader
+
+    sampler = WeightedMixSampler([len(p) for p in parts], weights, seed=seed)
+    if len(sampler) == 0:
+        raise ValueError("the training mix is empty (check train_sources, train_weights and max_train_samples)")
+    # Its own generator, so creating an iterator does not consume the global RNG that dropout uses:
+    # a resumed run then draws the same dropout masks as an uninterrupted one.
+    return DataLoader(concatenate_datasets(list(parts)), batch_size=batch_size, sampler=sampler,
+                      collate_fn=collate_fn, generator=torch.Generator().manual_seed(seed))
 
 
 class WeightedMixSampler:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crop_hf.data.sources import WeightedMixSampler, load_source
+from crop_hf.data.sources import load_source, mix_weights, weighted_mix_loader
 from crop_hf.engine.arguments import hyperparameters
 from crop_hf.engine.training import TrainingTask, start, train, wrap_lora
 from crop_hf.labels import LabelSet, parse_label_map
@@ -76,9 +76,6 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
     Writes to ``output_dir``: the model and tokenizer, ``all_results.json``, ``README.md`` (model
     card), and ``step_N``/``epoch_N`` checkpoints when asked. Returns a :class:`TrainingResult`.
     """
-    import torch
-    from datasets import concatenate_datasets
-    from torch.utils.data import DataLoader
 
     from crop_hf.data.tokenization import pad_batch
     from crop_hf.ner.evaluate import evaluate_ner, format_ner_table, load_eval_sets, ner_results
@@ -90,9 +87,7 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
     datasets = dict(datasets or {})
     if not data_args.train_sources:
         raise ValueError("no training corpora: pass train_sources (e.g. conll5:en)")
-    weights = data_args.train_weights or [1.0] * len(data_args.train_sources)
-    if len(weights) != len(data_args.train_sources):
-        raise ValueError(f"{len(weights)} train_weights for {len(data_args.train_sources)} train_sources")
+    weights = mix_weights(data_args.train_sources, data_args.train_weights)
 
     with accelerator.main_process_first():
         # only the train split: a crop-hf corpus then reads only its train files
@@ -103,17 +98,11 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
     with accelerator.main_process_first():
         parts = [training_rows(s, label_set, label_map, tokenizer, data_args.max_seq_length,
                                data_args.max_train_samples) for s in sources]
-    train_rows = concatenate_datasets(parts)
-    sampler = WeightedMixSampler([len(p) for p in parts], weights, seed=training_args.seed)
-    if len(sampler) == 0:
-        raise ValueError("the training mix is empty (check train_sources, train_weights and max_train_samples)")
     pad_multiple = 8 if accelerator.mixed_precision != "no" else None
-    train_loader = DataLoader(
-        train_rows, batch_size=training_args.per_device_train_batch_size, sampler=sampler,
-        collate_fn=lambda rows: pad_batch(rows, tokenizer.pad_token_id, pad_multiple),
-        # Its own generator, so creating an iterator does not consume the global RNG that dropout
-        # uses: a resumed run then draws the same dropout masks as an uninterrupted one.
-        generator=torch.Generator().manual_seed(training_args.seed))
+    train_loader = weighted_mix_loader(parts, weights, batch_size=training_args.per_device_train_batch_size,
+                                       collate_fn=lambda rows: pad_batch(rows, tokenizer.pad_token_id, pad_multiple),
+                                       seed=training_args.seed)
+    sampler = train_loader.sampler
 
     def evaluate(current) -> dict[str, Any] | None:
         """Learning-curve scores: the first evaluation split, every process taking its share."""

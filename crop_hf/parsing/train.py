@@ -140,10 +140,8 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
     (``README.md``) and ``step_N``/``epoch_N`` checkpoints to ``output_dir``.
     """
     import torch
-    from datasets import concatenate_datasets
-    from torch.utils.data import DataLoader
 
-    from crop_hf.data.sources import WeightedMixSampler
+    from crop_hf.data.sources import mix_weights, weighted_mix_loader
     from crop_hf.metrics.parsing import format_parse_table
     from crop_hf.parsing.evaluate import evaluate_parser
     from crop_hf.parsing.fewshot import few_shot_indices
@@ -155,9 +153,7 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
     datasets = dict(datasets or {})
     if not data_args.train_sources:
         raise ValueError("no training corpora: pass train_sources (e.g. 'hinglish_top?data_dir=...')")
-    weights = data_args.train_weights or [1.0] * len(data_args.train_sources)
-    if len(weights) != len(data_args.train_sources):
-        raise ValueError(f"{len(weights)} train_weights for {len(data_args.train_sources)} train_sources")
+    weights = mix_weights(data_args.train_sources, data_args.train_weights)
 
     if data_args.dev_size is not None and data_args.dev_split is not None:
         raise ValueError("give dev_size (carve a dev split from the training rows) or dev_split, not both")
@@ -196,13 +192,10 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
         encoded = [encode_rows(rows, tokenizer, model, data_args.max_seq_length, where=f"{spec} (train)",
                                skipped=skipped[spec])
                    for spec, rows in zip(data_args.train_sources, parts, strict=True)]
-    train_rows = concatenate_datasets(encoded)
-    sampler = WeightedMixSampler([len(p) for p in encoded], weights, seed=training_args.seed)
-    if len(sampler) == 0:
-        raise ValueError("the training mix is empty (check train_sources, train_weights and max_train_samples)")
-    train_loader = DataLoader(train_rows, batch_size=training_args.per_device_train_batch_size, sampler=sampler,
-                              collate_fn=lambda rows: collate(rows, tokenizer.pad_token_id),
-                              generator=torch.Generator().manual_seed(training_args.seed))
+    train_loader = weighted_mix_loader(encoded, weights, batch_size=training_args.per_device_train_batch_size,
+                                       collate_fn=lambda rows: collate(rows, tokenizer.pad_token_id),
+                                       seed=training_args.seed)
+    sampler = train_loader.sampler
     eval_sources = data_args.eval_sources or list(data_args.train_sources)
 
     def score(current, split: str) -> dict[str, Any]:
