@@ -146,7 +146,7 @@ def test_run_shards_gives_shard_k_to_process_k_mod_n_and_writes_each_whole(tmp_p
     store.prepare()
     seen = {}
     for index in (0, 1, 2):
-        def process(k, items, index=index):
+        def process(k, items, status, index=index):
             seen.setdefault(index, []).append(k)
             return keep_even(k, items)
 
@@ -160,7 +160,7 @@ def test_run_shards_gives_shard_k_to_process_k_mod_n_and_writes_each_whole(tmp_p
     assert json.loads((store.root / "xx" / "00004.json").read_text())["process_index"] == 1
     assert json.loads((store.root / "run.json").read_text()) == {"run": 1}
 
-    def never(k, items):
+    def never(k, items, status):
         raise AssertionError(f"shard {k} was finished")
 
     assert run_shards(store, "xx", numbered(14, 2), never, FakeState(1, 3)) == (2, 2)

@@ -234,7 +234,7 @@ def test_run_shards_counts_only_this_process_shards_when_some_are_finished(tmp_p
     store.prepare()
     done = []
 
-    def record(index, items):
+    def record(index, items, status):
         done.append(index)
         return _keep_even(index, items)
 

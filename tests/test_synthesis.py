@@ -353,6 +353,30 @@ def test_real_pipelines_run_every_stage_with_tiny_models(raw_dir, tmp_path, tiny
     assert translated and all(row["source_translation"] for row in translated)  # stage 1 ran on each
 
 
+def test_a_run_builds_each_language_filter_once_per_process_and_a_resumed_run_none(raw_dir, tmp_path, monkeypatch):
+    from crop_hf.synthesis import filters
+
+    built = []
+
+    class Counting(filters.LanguageIdFilter):
+        def __init__(self, languages):
+            built.append(tuple(languages))
+            super().__init__(languages)
+
+    monkeypatch.setattr(filters, "LanguageIdFilter", Counting)
+    template, output = str(raw_dir / "{lang}.txt"), str(tmp_path / "out")
+    filters.language_filter.cache_clear()
+    try:
+        synthesize(fake_config(template, output, language_filter=True), models=fake_models())
+        assert built == [("en", "de"), ("en", "nl")]  # 3 de and 2 nl shards, one filter per language
+        assert filters.language_filter("en", "de") is filters.language_filter("en", "de")
+        filters.language_filter.cache_clear()
+        synthesize(fake_config(template, output, language_filter=True), models=fake_models())  # all shards done
+        assert built == [("en", "de"), ("en", "nl")]
+    finally:
+        filters.language_filter.cache_clear()  # the counting filters must not outlive this test
+
+
 def test_language_filter_is_restricted_to_the_languages_of_the_run(caplog):
     language_filter = LanguageIdFilter(["en", "de", "yo"])
     assert language_filter.languages == ["de", "en"]

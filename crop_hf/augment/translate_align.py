@@ -31,7 +31,7 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -283,12 +283,16 @@ def translate_align(config: TranslateAlignConfig, models: TranslateAlignModels |
     import itertools
 
     from crop_hf.engine.shards import ShardStore, describe_inputs, process_state, run_sharded
-    from crop_hf.synthesis.filters import LanguageIdFilter
+    from crop_hf.synthesis.filters import language_filter
     from crop_hf.synthesis.inputs import shards_of
 
     store = ShardStore(config.output_dir, {**config.result_arguments(), "inputs": describe_inputs(inputs),
                                            "recipe": "translate-align"})
-    loaded: dict[str, Any] = {}
+
+    @cache
+    def loaded() -> tuple[TranslateAlignModels, Any]:  # on first use: a finished run never loads them
+        return (models or TranslateAlignModels.load(config, device=config.device or process_state().device),
+                language_filter(config.src_lang, config.tgt_lang) if config.language_filter else None)
 
     def shards(lang: str):
         source = inputs if inputs is not None else config.input
@@ -297,12 +301,7 @@ def translate_align(config: TranslateAlignConfig, models: TranslateAlignModels |
         return shards_of(itertools.islice(items, config.max_examples), config.shard_size)
 
     def process(lang: str, index: int, batch: list[ParseInput], status) -> tuple[list[dict], list[dict], dict]:
-        if "models" not in loaded:  # loaded on first use: a finished run never loads them
-            loaded["models"] = models or TranslateAlignModels.load(config, device=config.device or
-                                                                   process_state().device)
-            loaded["filter"] = (LanguageIdFilter([config.src_lang, config.tgt_lang])
-                                if config.language_filter else None)
-        kept, discarded, reasons = process_batch(batch, config, loaded["models"], loaded["filter"])
+        kept, discarded, reasons = process_batch(batch, config, *loaded())
         logger.info("shard %d: %d of %d kept", index, len(kept), len(batch))
         return kept, discarded, dict(reasons)
 

@@ -29,6 +29,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -191,36 +192,46 @@ def run_shards(
     store: ShardStore,
     key: str,
     shards: Iterable[tuple[int, Sequence[Any]]],
-    process: Callable[[int, Sequence[Any]], ShardOutput],
+    process: Callable[[int, Sequence[Any], Callable[[str], None]], ShardOutput],
     state: Any,
-    progress: Any = None,
+    *,
+    show_progress: bool = False,
+    description: str = "",
+    unit: str = "it",
 ) -> tuple[int, int]:
     """Process this process's unfinished shards of ``key`` and write each one when it is done.
 
     ``shards`` yields ``(index, items)``; shard ``k`` belongs to process ``k % state.num_processes``
-    (``state``: :func:`process_state`), and a shard already in ``store`` is skipped.
-    ``process(index, items)`` returns ``(kept rows, discarded rows, counts)``; the rows go into
-    one Parquet file (column ``kept`` and the row as JSON in ``row``) with the statistics
-    ``input``, ``kept``, the counts and ``process_index`` (what :func:`merge_shards` and
-    :func:`shard_statistics` read). ``progress`` (a tqdm bar) advances by each shard's items.
+    (``state``: :func:`process_state`), and a shard already in ``store`` is skipped (and logged).
+    ``process(index, items, status)`` returns ``(kept rows, discarded rows, counts)`` and may call
+    ``status(text)`` to show what it is doing on the progress bar (``description``, shown when
+    ``show_progress``; it advances by each shard's items). The rows go into one Parquet file
+    (column ``kept`` and the row as JSON in ``row``) with the statistics ``input``, ``kept``, the
+    counts and ``process_index`` (what :func:`merge_shards` and :func:`shard_statistics` read).
     Returns ``(shards of this process, of which skipped as already finished)``.
     """
+    from tqdm.auto import tqdm
+
     total = skipped = 0
-    for index, items in shards:
-        if index % state.num_processes != state.process_index:
-            continue
-        total += 1
-        if store.is_done(key, index):
-            skipped += 1
-        else:
-            kept, discarded, counts = process(index, items)
-            stats = {"input": len(items), "kept": len(kept), **counts, "process_index": state.process_index}
-            # Kept and discarded rows share one file, so a shard is written (and renamed) in one step.
-            rows = [{"kept": flag, "row": json.dumps(dict(row), ensure_ascii=False)}
-                    for flag, part in ((True, kept), (False, discarded)) for row in part]
-            store.write(key, index, rows, stats)
-        if progress is not None:
+    with tqdm(desc=description or key, unit=unit, disable=not show_progress) as progress:
+        for index, items in shards:
+            if index % state.num_processes != state.process_index:
+                continue
+            total += 1
+            if store.is_done(key, index):
+                skipped += 1
+            else:
+                kept, discarded, counts = process(index, items, lambda text, index=index:
+                                                  progress.set_postfix_str(f"shard {index}: {text}"))
+                stats = {"input": len(items), "kept": len(kept), **counts, "process_index": state.process_index}
+                # Kept and discarded rows share one file, so a shard is written (and renamed) in one step.
+                rows = [{"kept": flag, "row": json.dumps(dict(row), ensure_ascii=False)}
+                        for flag, part in ((True, kept), (False, discarded)) for row in part]
+                store.write(key, index, rows, stats)
             progress.update(len(items))
+    if skipped:  # each process says it for its own shards (only the main one's lines are shown by crop-hf)
+        logger.info("%s: resumed: skipped %d of %d shard(s) already finished in %s", key, skipped, total,
+                    store.root / key)
     return total, skipped
 
 
@@ -296,32 +307,14 @@ def run_sharded(
     state.wait_for_everyone()
     run: ShardRun[Merged] = ShardRun(None, state.is_main_process)
     for key in keys:
-        run.shards[key], run.skipped[key] = _run_key(store, key, shards, process, state,
-                                                     show_progress=show_progress, description=description, unit=unit)
+        run.shards[key], run.skipped[key] = run_shards(
+            store, key, shards(key), functools.partial(process, key), state, unit=unit,
+            show_progress=show_progress and state.is_main_process, description=f"{description} {key}".strip())
     state.wait_for_everyone()
     if state.is_main_process:
         run.merged = merge()
     state.wait_for_everyone()
     return run
-
-
-def _run_key(store: ShardStore, key: str, shards, process, state, *, show_progress: bool, description: str,
-             unit: str) -> tuple[int, int]:
-    from tqdm.auto import tqdm
-
-    progress = tqdm(desc=f"{description} {key}".strip(), unit=unit, disable=not (show_progress and state.is_main_process))
-
-    def one(index: int, items: Sequence[Any]) -> ShardOutput:
-        return process(key, index, items, lambda text: progress.set_postfix_str(f"shard {index}: {text}"))
-
-    try:
-        total, skipped = run_shards(store, key, shards(key), one, state, progress)
-    finally:
-        progress.close()
-    if skipped:  # each process says it for its own shards (only the main one's lines are shown by crop-hf)
-        logger.info("%s: resumed: skipped %d of %d shard(s) already finished in %s", key, skipped, total,
-                    store.root / key)
-    return total, skipped
 
 
 def _feature(annotation: Any) -> Any:

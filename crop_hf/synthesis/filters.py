@@ -26,12 +26,13 @@ reason                    dropped because
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["STATISTICS_COLUMNS", "SYNTHESIS_REASONS", "LanguageIdFilter"]
+__all__ = ["STATISTICS_COLUMNS", "SYNTHESIS_REASONS", "LanguageIdFilter", "language_filter"]
 
 #: Why synthesis drops a sentence (the table above), in the order the statistics list them.
 SYNTHESIS_REASONS: tuple[str, ...] = (
@@ -80,3 +81,13 @@ class LanguageIdFilter:
         if expected not in self.languages or len(self.languages) < 2:
             return True
         return self.identify(text) == expected
+
+
+@functools.cache
+def language_filter(*languages: str) -> LanguageIdFilter:
+    """The :class:`LanguageIdFilter` for ``languages``, built once per process and shared (it holds no state).
+
+    Building one decodes langid's whole model; synthesis asks for one per target language and
+    translate-and-align for its pair, only when a shard needs it (a resumed run never does).
+    """
+    return LanguageIdFilter(languages)

@@ -22,7 +22,7 @@ from crop_hf.engine.shards import (
     shard_statistics,
 )
 from crop_hf.synthesis.config import SynthesisConfig
-from crop_hf.synthesis.filters import STATISTICS_COLUMNS, LanguageIdFilter
+from crop_hf.synthesis.filters import STATISTICS_COLUMNS, language_filter
 from crop_hf.synthesis.inputs import iter_raw_sentences, shards_of
 from crop_hf.synthesis.rows import discarded_features, kept_features
 from crop_hf.synthesis.stages import SynthesisModels, process_shard
@@ -92,9 +92,8 @@ class SynthesisRunner:
         self._models = models
         self._inputs = inputs
         self.store = ShardStore(config.output_dir, {**config.result_arguments(), "inputs": describe_inputs(inputs)})
-        #: per language, how many of this process's shards an earlier run had already finished
+        #: per language, how many of this process's shards an earlier run had already finished (set by :meth:`run`)
         self.skipped_shards: dict[str, int] = {}
-        self._language_filters: dict[str, LanguageIdFilter | None] = {}
 
     @property
     def models(self) -> SynthesisModels:
@@ -120,19 +119,15 @@ class SynthesisRunner:
             warnings.filterwarnings("once", message="Tokenizer does not support real words")
             run = run_sharded(self.store, self.config.target_langs, self._shards, self._process, self.merge,
                               show_progress=self.config.show_progress, description="synthesize", unit="sent")
-        for lang, skipped in run.skipped.items():
-            self.skipped_shards[lang] = self.skipped_shards.get(lang, 0) + skipped
-        if run.merged is None:
-            return SynthesisResult(Path(self.config.output_dir))
-        run.merged.skipped_shards = dict(self.skipped_shards)
-        return run.merged
+        self.skipped_shards = run.skipped
+        result = run.merged or SynthesisResult(Path(self.config.output_dir))
+        result.skipped_shards = dict(run.skipped)
+        return result
 
     def _process(self, lang: str, index: int, sentences: list[str], status) -> tuple[list[dict], list[dict], dict]:
-        if lang not in self._language_filters:  # built on first use: a resumed language never needs langid
-            self._language_filters[lang] = (LanguageIdFilter([self.config.source_lang, lang])
-                                            if self.config.language_filter else None)
-        kept, discarded, reasons = process_shard(sentences, lang, self.config, self.models,
-                                                 self._language_filters[lang], on_stage=status)
+        # built on first use (a resumed language never needs langid), once per process
+        checks = language_filter(self.config.source_lang, lang) if self.config.language_filter else None
+        kept, discarded, reasons = process_shard(sentences, lang, self.config, self.models, checks, on_stage=status)
         logger.info("%s shard %d: %d of %d kept", lang, index, len(kept), len(sentences))
         return kept, discarded, dict(reasons)
 
