@@ -79,7 +79,9 @@ EN, DE = 128022, 128021
 ENGINES = ("hf", "ct2-float32", "ct2-int8")
 #: Extra engines for finding defaults: ``ct2-TYPE-unsplit`` hands CTranslate2 whole batches,
 #: ``ct2-TYPE-rowsN`` sub-batches of at most N decoding rows (sentences × beams); plain ``ct2-TYPE``
-#: uses the backend's defaults for this CPU (``CPU_BATCH_ROWS`` in crop_hf/translation/backends.py).
+#: uses the backend's defaults for this CPU (float32 on oneDNN races ``generate``: ``race_engines`` in
+#: crop_hf/translation/backends.py; the race runs once per row before the timed batches and its
+#: winner and time are printed beside the row).
 VARIANT = re.compile(r"^ct2-(?P<type>float32|int8)(?:-(?P<split>unsplit|rows(?P<rows>[1-9][0-9]*)))?$")
 
 
@@ -136,13 +138,16 @@ def prepare(workdir: Path) -> None:
 
 
 def load_engine(name: str, workdir: Path, threads: int, ct2_threads: int | None, ct2_inter_threads: int = 1):
-    from crop_hf.translation.backends import CTranslate2Backend, TransformersBackend
+    from crop_hf.translation.backends import CTranslate2Backend, TransformersBackend, cpu_gemm_library
 
     if name == "hf":
         return TransformersBackend(build_model())
     match = VARIANT.match(name)
     compute_type, rows = match["type"], (0 if match["split"] == "unsplit" else match["rows"])
-    return CTranslate2Backend(build_model(meta=True), IdTokenizer(M2M100_418M["vocab_size"]), compute_type=compute_type,
+    # Plain ct2-float32 on oneDNN races generate (CTranslate2Backend's race_engines): it needs the weights.
+    races = match["split"] is None and compute_type == "float32" and cpu_gemm_library() == "onednn"
+    return CTranslate2Backend(build_model(meta=not races), IdTokenizer(M2M100_418M["vocab_size"]),
+                              compute_type=compute_type, race_engines=races if match["split"] is None else False,
                               device="cpu", converted_model=workdir / f"ct2-{compute_type}",
                               intra_threads=ct2_threads if ct2_threads is not None else threads,
                               inter_threads=ct2_inter_threads,
@@ -201,13 +206,19 @@ def child_time(args) -> None:
         for batch in args.batch_sizes:
             seconds = dict.fromkeys(engines, 0.0)
             outputs: dict[str, list] = {name: [] for name in engines}
+            raced = {}
+            for name, engine in engines.items():  # a racing engine's one-off race, timed apart
+                if getattr(engine, "race_engines", False):
+                    took, _ = run_batch(engine, ids[:batch], mask[:batch], beams, args.new_tokens)
+                    raced[name] = {"race_s": took, "winner": engine.winners[(beams, beams, (batch - 1).bit_length())]}
             for offset in range(0, len(ids), batch):
                 for name, engine in engines.items():
                     took, output = run_batch(engine, ids[offset:offset + batch], mask[offset:offset + batch], beams,
                                              args.new_tokens)
                     seconds[name] += took
                     outputs[name].append(output)
-            row = {"beams": beams, "batch": batch, **{name: args.sentences / s for name, s in seconds.items()}}
+            row = {"beams": beams, "batch": batch, **{name: args.sentences / s for name, s in seconds.items()},
+                   "raced": raced}
             shapes = {name: [tuple(o.shape) for o in result] for name, result in outputs.items()}
             if len({tuple(v) for v in shapes.values()}) != 1:
                 raise SystemExit(f"output shapes differ between engines: {shapes}")
@@ -354,7 +365,9 @@ def main() -> None:
           f"{args.new_tokens} tokens; {args.threads} torch threads, CTranslate2 intra_threads="
           f"{args.ct2_threads or args.threads}, inter_threads={args.ct2_inter_threads}, packed GEMM {'on' if args.packed_gemm else 'off'}"
           f"{''.join(', ' + item for item in args.ct2_env)}; "
-          f"ctranslate2 {ctranslate2.__version__} with {cpu_gemm_library()} GEMM, {os.cpu_count()} CPUs "
+          f"ctranslate2 {ctranslate2.__version__} with "
+          f"{cpu_gemm_library({**os.environ, **dict(item.split('=', 1) for item in args.ct2_env)})} GEMM, "
+          f"{os.cpu_count()} CPUs "
           f"(shared with other work: compare ratios)")
     header = f"{'decoding':10s} {'batch':>5s} " + " ".join(f"{e + ' sent/s':>18s}" for e in args.engines)
     others = [e for e in args.engines if e != "hf"]
@@ -368,6 +381,10 @@ def main() -> None:
             line += " " + " ".join(f"{row[e] / row['hf']:15.2f}x" for e in others)
         if "float32 greedy ids equal" in row:
             line += f"   (CT2 float32 = HF token ids: {row['float32 greedy ids equal']})"
+        for engine, race in row.get("raced", {}).items():
+            winner = race["winner"]
+            ran = "generate" if winner == "generate" else f"ct2 {winner}-row sub-batches" if winner else "ct2 whole batches"
+            line += f"   ({engine} raced once, {race['race_s']:.1f} s: runs {ran})"
         print(line)
     if memory:
         print("\npeak memory (RSS of a process that loads one engine and runs the largest configuration):")

@@ -235,25 +235,75 @@ def test_synthesis_builds_its_translator_with_the_backend(tiny_m2m100, tiny_xlmr
     assert "backend" in config.result_arguments() and "compute_type" in config.result_arguments()
 
 
-@pytest.mark.parametrize(("library", "float32_rows"), [("onednn", 8), ("mkl", 0), ("other", 0)])
-def test_float32_sub_batches_follow_the_cpu_matrix_library(tiny_m2m100, cache, monkeypatch, library, float32_rows):
+@pytest.mark.parametrize("library", ["onednn", "mkl", "other"])
+def test_float32_races_generate_only_on_onednn_and_keeps_the_weights_only_then(tiny_m2m100, cache, monkeypatch,
+                                                                               library):
     from crop_hf.translation import backends
 
     monkeypatch.setattr(backends, "cpu_gemm_library", lambda: library)
-    # float32 on oneDNN (AMD) translates in sub-batches of at most 8 rows; on MKL (Intel) and int8, whole batches.
     full = _translator(tiny_m2m100, backend="ctranslate2")
-    assert full.backend.max_batch_rows == float32_rows
-    assert _translator(tiny_m2m100, backend="ctranslate2", compute_type="int8").backend.max_batch_rows == 0
+    assert full.backend.race_engines is (library == "onednn")
+    assert (full.backend.model.device.type == "meta") is (library != "onednn")  # released unless racing
+    assert full.backend.max_batch_rows == 0
+    int8 = _translator(tiny_m2m100, backend="ctranslate2", compute_type="int8")
+    assert int8.backend.race_engines is False and int8.backend.model.device.type == "meta"
+    released = _translator(tiny_m2m100, backend="ctranslate2", backend_options={"release_model": True})
+    assert released.backend.race_engines is False
     given = _translator(tiny_m2m100, backend="ctranslate2", backend_options={"max_batch_rows": 3})
     assert given.backend.max_batch_rows == 3
 
+
+def _slowed(function, seconds, when=lambda options: True):
+    import time
+
+    def slow(*args, **options):
+        if when(options):
+            time.sleep(seconds)
+        return function(*args, **options)
+    return slow
+
+
+@pytest.mark.slow
+def test_a_racing_backend_keeps_the_faster_engine_per_setting_and_says_so(tiny_m2m100, cache, monkeypatch, caplog):
+    sentences = ["Paris is big", "Anna lives in Berlin", "Peter works at Siemens", "Rome", "Oslo and Bergen",
+                 "Madrid", "the Elbe", "Hamburg is a port"]
+    settings = {"src_lang": "en", "tgt_lang": "de", "max_new_tokens": 6}
+    reference = _translator(tiny_m2m100, early_stopping=True)
+    racing = _translator(tiny_m2m100, early_stopping=True, backend="ctranslate2",
+                         backend_options={"race_engines": True})
+    backend = racing.backend
     calls = []
-    translate = full.backend.translator.translate_batch
-    monkeypatch.setattr(full.backend, "translator", SimpleNamespace(
+    translate = backend.translator.translate_batch
+    slow_ct2 = _slowed(translate, 0.5)
+    monkeypatch.setattr(backend, "translator", SimpleNamespace(
+        translate_batch=lambda source, **options: calls.append(options.get("max_batch_size")) or slow_ct2(source,
+                                                                                                         **options)))
+    with caplog.at_level(logging.INFO, logger="crop_hf.translation.backends"):
+        greedy = racing(sentences[:2], batch_size=2, **settings)
+    assert greedy == reference(sentences[:2], batch_size=2, **settings)
+    assert backend.winners == {(1, 1, 1): "generate"} and calls == [None]  # 2 rows: no sub-batch to try
+    assert "2 sentence(s) × 1 beam(s)" in caplog.text and "run with transformers' generate" in caplog.text
+    racing(sentences[2:4], batch_size=2, **settings)
+    assert calls == [None]  # decided: the same setting runs generate without racing again
+
+    # A new setting races again; now generate is the slow one, and sub-batches of 8 rows are slower
+    # than whole batches: 8 sentences × 2 beams = 16 rows, so both CTranslate2 splits run.
+    monkeypatch.setattr(backend.model, "generate", _slowed(backend.model.generate, 1.0))
+    slow_ct2_split = _slowed(translate, 0.5, when=lambda options: options.get("max_batch_size") is not None)
+    monkeypatch.setattr(backend, "translator", SimpleNamespace(
         translate_batch=lambda source, **options: calls.append(options.get("max_batch_size"))
-        or translate(source, **options)))
-    full(["Paris", "Berlin"], src_lang="en", tgt_lang="de", max_new_tokens=4, num_beams=2, batch_size=2)
-    assert calls == [float32_rows // 2 if float32_rows else None]
+        or slow_ct2_split(source, **options)))
+    beams = {**settings, "num_beams": 2, "num_return_sequences": 2}
+    two = racing(sentences, batch_size=8, **beams)
+    assert two == reference(sentences, batch_size=8, **beams)
+    assert backend.winners[(2, 2, 3)] == 0 and calls == [None, None, 4]  # whole, then 8 rows = 4 sentences × 2
+    racing(sentences, batch_size=8, **beams)
+    assert calls == [None, None, 4, None]
+
+
+def test_racing_needs_the_hugging_face_weights(tiny_m2m100, cache):
+    with pytest.raises(ValueError, match="race_engines times the Hugging Face model's generate too"):
+        _translator(tiny_m2m100, backend="ctranslate2", backend_options={"race_engines": True, "release_model": True})
 
 
 @pytest.mark.parametrize(("vendor", "environ", "expected"), [

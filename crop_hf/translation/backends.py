@@ -41,12 +41,13 @@ the converted model is kept under :func:`default_cache_dir` in a folder named by
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -81,18 +82,21 @@ COMPUTE_TYPES: dict[str, tuple[str, ...]] = {
 #: (inter_threads=1) and intra_threads = torch's thread count, so both engines get the same cores.
 CPU_DEFAULTS: dict[str, Any] = {"inter_threads": 1}
 
-#: Most decoding rows (sentences × beams) per CTranslate2 call on CPU, per GEMM library and compute
-#: type (absent: whole batches), measured with benchmarks/bench_backends.py on m2m100_418M's shape:
+#: Sub-batch sizes (most decoding rows, sentences × beams, per CTranslate2 call; 0: whole batches)
+#: that race against ``generate`` when a backend races its engines (:class:`CTranslate2Backend`'s
+#: ``race_engines``, on by default for float32 on oneDNN CPUs). Measured with
+#: benchmarks/bench_backends.py on m2m100_418M's shape, float32 on oneDNN:
 #:
-#: * oneDNN (AMD CPUs), float32: unpacked oneDNN GEMM got slower per sentence beyond about 8 rows
-#:   while ``generate`` got faster, so whole batches of 32 ran at 0.65-0.82x of ``generate``;
-#:   sub-batches of 8 rows gave 1.3-2x at batch 8 and 0.7-0.9x at batch 32.
-#: * MKL (Intel CPUs), float32: the opposite. Whole batches ran at 1.2-1.6x of ``generate``, and
-#:   sub-batches of 8 rows at 0.3-0.6x, so batches stay whole.
-#: * int8 gains from big batches on both libraries.
+#: * AMD EPYC: whole batches of 32 ran at 0.65-0.82x of ``generate``; sub-batches of 8 rows at
+#:   1.3-2x at batch 8 and 0.7-0.9x at batch 32. No setting beat ``generate`` at every size.
+#: * Intel Xeon forced onto oneDNN (``CT2_USE_MKL=0``: AVX2, DNNL GEMM, as on AMD): the opposite,
+#:   whole batches at 0.98-1.78x and sub-batches of 8 rows at 0.35-1.09x.
 #:
-#: CT2_USE_MKL=1 (MKL on an AMD CPU) made int8 about 25x slower there, so it is never set here.
-CPU_BATCH_ROWS: dict[tuple[str, str], int] = {("onednn", "float32"): 8}
+#: So on oneDNN the faster engine depends on the machine and the batch: the backend measures
+#: instead of guessing. On MKL (Intel) float32 whole batches ran at 1.2-1.9x of ``generate`` and
+#: 8-row sub-batches at 0.3-0.6x; int8 gains from big batches everywhere (3-5x). CT2_USE_MKL=1 (MKL
+#: on an AMD CPU) made int8 about 25x slower there, so it is never set here.
+RACE_BATCH_ROWS: tuple[int, ...] = (0, 8)
 
 
 def cpu_gemm_library(environ: Mapping[str, str] | None = None, cpuinfo: str | Path = "/proc/cpuinfo") -> str:
@@ -329,11 +333,19 @@ class CTranslate2Backend:
         max_batch_size: split each batch into sub-batches of this many sentences (0: never);
             overrides ``max_batch_rows``.
         max_batch_rows: split each batch into sub-batches of at most this many decoding rows
-            (sentences × ``num_beams``; 0: never); default on CPU from :data:`CPU_BATCH_ROWS` for
-            this CPU's matrix library (:func:`cpu_gemm_library`) and the compute type, else 0.
+            (sentences × ``num_beams``; 0, the default: never).
+        race_engines: on the first batch of each decoding setting (beams, hypotheses, batch size
+            up to the next power of two), time CTranslate2 (whole batches and sub-batches of
+            :data:`RACE_BATCH_ROWS`, or the sub-batching given) against the Hugging Face model's
+            ``generate``, keep the fastest for that setting and log which it is (:attr:`winners`).
+            Every candidate gives a valid output, and float32 CTranslate2 gives ``generate``'s
+            tokens. Default: on for float32 on a CPU whose matrix library is oneDNN
+            (:func:`cpu_gemm_library`: AMD CPUs), where float32 CTranslate2 can be slower than
+            ``generate`` and which setting wins differs by machine; off elsewhere. It keeps the
+            Hugging Face weights in memory (about twice the memory of one engine).
         release_model: move the Hugging Face weights to the meta device after conversion (they
             are not used any more and a 418M model holds 1.7 GB); ``model.config`` and
-            ``model.generation_config`` stay usable.
+            ``model.generation_config`` stay usable. Default: release unless ``race_engines``.
     """
 
     name = "ctranslate2"
@@ -350,7 +362,8 @@ class CTranslate2Backend:
         inter_threads: int = CPU_DEFAULTS["inter_threads"],
         max_batch_size: int | None = None,
         max_batch_rows: int | None = None,
-        release_model: bool = True,
+        race_engines: bool | None = None,
+        release_model: bool | None = None,
     ) -> None:
         ctranslate2 = _import_ctranslate2()
         import torch
@@ -383,16 +396,24 @@ class CTranslate2Backend:
             inter_threads=inter_threads,
         )
         self.max_batch_size = max_batch_size
-        if max_batch_rows is None:
-            library = cpu_gemm_library() if ct2_device == "cpu" else "cuda"
-            max_batch_rows = CPU_BATCH_ROWS.get((library, self.compute_type), 0)
-        self.max_batch_rows = max_batch_rows
+        self.max_batch_rows = max_batch_rows or 0
+        has_weights = next(iter(model.parameters()), None) is not None and model.device.type != "meta"
+        if race_engines is None:
+            race_engines = (ct2_device == "cpu" and self.compute_type == "float32" and has_weights
+                            and release_model is not True and cpu_gemm_library() == "onednn")
+        if race_engines and (release_model or not has_weights):
+            raise ValueError("race_engines times the Hugging Face model's generate too: it needs the model's "
+                             "weights (pass a loaded model and leave release_model unset)")
+        self.race_engines = race_engines
+        #: per decoding setting raced so far, the engine that won: ``"generate"`` or the CTranslate2
+        #: sub-batch rows (0: whole batches)
+        self.winners: dict[tuple[int, int, int], str | int] = {}
         self.generation_config = model.generation_config
         self.decoder_start_token_id = model.config.decoder_start_token_id
         self.pad_token_id = model.config.pad_token_id if model.config.pad_token_id is not None else tokenizer.pad_token_id
         self.eos_token_id = model.config.eos_token_id
         self._warned: set[str] = set()
-        if release_model:
+        if release_model if release_model is not None else not race_engines:
             model.to("meta")
 
     def _check_vocabulary(self, tokenizer: Any) -> None:
@@ -450,8 +471,6 @@ class CTranslate2Backend:
             logger.warning(message, *args)
 
     def generate(self, model_inputs: Mapping[str, torch.Tensor], generate_kwargs: Mapping[str, Any]) -> torch.Tensor:
-        import torch
-
         options = self._options(generate_kwargs)
         forced = options.pop("_forced_bos")
         input_ids = model_inputs["input_ids"].tolist()
@@ -461,16 +480,57 @@ class CTranslate2Backend:
         source = [[vocabulary[i] for i, keep in zip(row, keep_row, strict=True) if keep]
                   for row, keep_row in zip(input_ids, mask, strict=True)]
         prefix = None if forced is None else [[vocabulary[int(forced)]]] * len(source)
+        if self.race_engines:
+            key = (options["beam_size"], options["num_hypotheses"], (len(source) - 1).bit_length())
+            if key not in self.winners:
+                return self._race(key, source, prefix, options, model_inputs, generate_kwargs)
+            if self.winners[key] == "generate":
+                return self.model.generate(**model_inputs, **generate_kwargs)
+            return self._translate(source, prefix, options, int(self.winners[key]))
+        return self._translate(source, prefix, options, self.max_batch_rows)
+
+    def _translate(self, source: list[list[str]], prefix: Any, options: dict[str, Any], rows: int) -> torch.Tensor:
+        import torch
+
         if self.max_batch_size is not None:
-            options["max_batch_size"] = self.max_batch_size
-        elif self.max_batch_rows:
-            options["max_batch_size"] = max(1, self.max_batch_rows // options["beam_size"])
+            options = {**options, "max_batch_size": self.max_batch_size}
+        elif rows:
+            options = {**options, "max_batch_size": max(1, rows // options["beam_size"])}
         results = self.translator.translate_batch(source, target_prefix=prefix, **options)
-        rows = [[self.decoder_start_token_id, *(self.index[token] for token in hypothesis)]
-                for result in results for hypothesis in result.hypotheses]
-        width = max(len(row) for row in rows)
-        padded = [row + [self.pad_token_id] * (width - len(row)) for row in rows]
+        rows_out = [[self.decoder_start_token_id, *(self.index[token] for token in hypothesis)]
+                    for result in results for hypothesis in result.hypotheses]
+        width = max(len(row) for row in rows_out)
+        padded = [row + [self.pad_token_id] * (width - len(row)) for row in rows_out]
         return torch.tensor(padded, dtype=torch.long)
+
+    def _race(self, key: tuple[int, int, int], source: list[list[str]], prefix: Any, options: dict[str, Any],
+              model_inputs: Mapping[str, torch.Tensor], generate_kwargs: Mapping[str, Any]) -> torch.Tensor:
+        import time
+
+        rows = len(source) * options["beam_size"]
+        splits = ([self.max_batch_rows] if self.max_batch_rows or self.max_batch_size is not None else
+                  [limit for limit in RACE_BATCH_ROWS if limit == 0 or limit < rows])
+        candidates: dict[str | int, Callable[[], torch.Tensor]] = {
+            **{limit: functools.partial(self._translate, source, prefix, options, limit) for limit in splits},
+            "generate": lambda: self.model.generate(**model_inputs, **generate_kwargs),
+        }
+        seconds, outputs = {}, {}
+        for name, run in candidates.items():
+            start = time.perf_counter()
+            outputs[name] = run()
+            seconds[name] = time.perf_counter() - start
+        winner = min(seconds, key=seconds.__getitem__)
+        self.winners[key] = winner
+        timings = ", ".join(f"{_engine_label(name)} {took:.2f} s" for name, took in seconds.items())
+        logger.info("%s CTranslate2 raced generate on %d sentence(s) × %d beam(s): %s; batches like it run with %s",
+                    self.compute_type, len(source), options["beam_size"], timings, _engine_label(winner))
+        return outputs[winner]
+
+
+def _engine_label(name: str | int) -> str:
+    if name == "generate":
+        return "transformers' generate"
+    return f"CTranslate2 in sub-batches of {name} rows" if name else "CTranslate2 (whole batches)"
 
 
 #: One row per backend: name -> class built as ``cls(model, tokenizer, **options)``.
