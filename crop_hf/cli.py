@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "translate-align": ("crop_hf.commands.translate_align", "English bracket parses to target-language parses (CSTOP's translate-and-align)"),
     "evaluate-projection": ("crop_hf.commands.evaluate_projection",
                             "every projection method and aligner scored against a gold-tagged translation"),
+    "app": ("crop_hf.commands.app", "the demo app in the browser: labeled translation, projection, parsing"),
 }
 
 

@@ -16,7 +16,7 @@ LAYERS: list[set[str]] = [
     {"ner", "metrics"},
     {"synthesis", "self_training", "report", "augment", "parsing"},
     {"demo_models"},
-    {"commands", "cli"},
+    {"commands", "cli", "app"},
 ]
 
 
