@@ -20,7 +20,7 @@ Recipes (each changes one choice against ``recommended``, so its effect shows in
 * ``recommended`` — at least one word between chosen phrases, slots numbered left to right (as
   the labeled-translation pipeline numbers them), 3× loss weight on marker tokens;
 * ``content`` — like recommended but no slot begins or ends with a function word (article,
-  preposition, pronoun, auxiliary: ``function_words_en_de.tsv``, ``mark-parallel
+  preposition, pronoun, auxiliary: ``crop_hf/resources/function_words.tsv``, ``mark-parallel
   --function_words_file``), so slots look like the entity mentions synthesis will mark;
 * ``naive`` — adjacent slots allowed, slots numbered left to right, plain loss;
 * ``adjacent`` — like recommended but adjacent slots allowed;
@@ -245,7 +245,7 @@ RECIPES = {
 }
 #: Held-out slot sets: any phrase pair, or phrase pairs that neither begin nor end with a function word.
 HELDOUT = ("any", "content")
-FUNCTION_WORDS = Path(__file__).resolve().parent / "function_words_en_de.tsv"
+FUNCTION_WORDS = Path(__file__).resolve().parents[1] / "crop_hf" / "resources" / "function_words.tsv"
 
 
 def parse_args(argv=None) -> argparse.Namespace:

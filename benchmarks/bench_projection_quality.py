@@ -41,6 +41,10 @@ issue's baseline; the others are candidate settings, each a measured row):
 * ``hybrid one word``   ``one_word=True``: a one-word source span keeps one target word
 * ``hybrid fuzzy 80``   ``fuzzy=80``: fuzzy matching of the source words between the lexical passes and alignment
 * ``hybrid trim+one word`` and ``hybrid entities`` (all three)
+* ``hybrid german``    ``capitalized_nouns=True, function_words="de"``: trailing lowercase words are trimmed
+  (German names end in a capitalized noun) and German function words are trimmed from the edges,
+  a piece of only them dropped (rules 7 and 8 of :mod:`crop_hf.projection.alignment`)
+* ``hybrid german+one word`` and ``hybrid german+one word+fuzzy 80``
 * with ``--extra_parallel multi30k``: the same rows over eflomal links learnt with Multi30k's 29,000
   en-de training captions added as unlabelled bitext (``../shared/data/multi30k``), marked ``+m30k``.
 
@@ -61,7 +65,10 @@ Measured, F1 (2 shared CPU cores; eflomal takes no seed, so runs differ by about
 | hybrid trim | 0.831 | 0.827 | 0.884 | 0.903 |
 | hybrid one word | 0.837 | 0.824 | 0.885 | 0.902 |
 | hybrid fuzzy 80 | 0.824 | 0.830 | 0.844 | 0.866 |
-| hybrid entities (all three) | **0.843** | **0.840** | 0.839 | 0.861 |
+| hybrid entities (all three) | 0.843 | 0.840 | 0.839 | 0.861 |
+| hybrid german | 0.878 | – | – | – |
+| hybrid german+one word | 0.884 | – | – | – |
+| hybrid german+one word+fuzzy 80 | **0.883** | **0.885** | – | – |
 
 (one run of this script, ``--corpus both --runs 2 --samplers 8``: Europarl one eflomal run,
 Hinglish the mean of two.) Over four further eflomal runs (3 samplers) on Europarl, hybrid /
@@ -69,14 +76,28 @@ trim+one word / all three averaged 0.819 / 0.838 / 0.841 on dev and 0.807 / 0.81
 over two on Hinglish train, 0.884 / 0.871 / 0.831. Image captions as extra bitext (Multi30k, one
 run) did not help parliament text: hybrid dev 0.821 with them against 0.831 without, same settings.
 
+The German rows (2026-12-03, one eflomal run with 8 samplers, shared by all rows; the other rows of
+that run: hybrid 0.817 dev / 0.806 test, hybrid entities 0.824 / 0.838): per type on dev, german
+LOC 0.800 MISC 0.787 ORG 0.923 PER 0.980; german+one word 0.800 / 0.809 / 0.923 / 0.980;
+german+one word+fuzzy 80 0.836 / 0.804 / 0.911 / 0.980, the only row with every type at 0.80 or
+more on dev, so it is the one chosen, and the only one reported on test: **F1 0.885, LOC 0.846,
+MISC 0.843, ORG 0.906, PER 0.944** (issue 29's targets: 0.87, every type 0.80). The rules are
+German's: Hinglish-TOP's romanized slots are lowercase and have no such list, so they are not
+rows there. A second eflomal run (``--corpus europarl --runs 1``) gave dev 0.882 / 0.887 / 0.890
+and test 0.882 / 0.882 / **0.888** for the three German rows (the chosen one: test LOC 0.872,
+MISC 0.831, ORG 0.912, PER 0.944), against hybrid 0.821 / 0.810 and hybrid entities 0.849 / 0.832
+in the same run. ``crop-hf evaluate-projection --methods
+'hybrid?one_word=true&fuzzy=80&capitalized_nouns=true&function_words=de'`` scores it.
+
 Decisions, on dev only: for names in translated text (Europarl) ``trim_edges=True, one_word=True,
 fuzzy=80`` is the best measured setting (+2 F1 on dev, and +2 on test); for slots (Hinglish-TOP)
 it is the worst of the hybrid rows (fuzzy matching mistakes romanized Hindi for English slot
 words) and the defaults stay best. One default cannot be both, so the defaults keep the
 Hinglish-TOP choice and the entity setting is the option ``crop-hf evaluate-projection
 --methods hybrid 'hybrid?trim_edges=true&one_word=true&fuzzy=80'`` scores. Neither reaches issue
-29's Europarl target (0.87): the errors left are long MISC titles, German compounds against
-several English words, and wrong links that no span rule can repair.
+29's Europarl target (0.87); the German rows above do, for German. The errors left there are long
+MISC titles, German compounds against several English words, nationality adjectives annotated
+MISC where the English has a LOC, and wrong links that no span rule can repair.
 
     python benchmarks/bench_projection_quality.py --corpus europarl [--extra_parallel multi30k]
 """
@@ -156,6 +177,12 @@ EUROPARL_ROWS = {
     "hybrid gap 2": ("hybrid", {"fill_gaps": 2}),
     "hybrid split": ("hybrid", {"pieces": "split"}),
     **{name: ("hybrid", options) for name, options in CANDIDATES.items()},
+    # German writes every noun capitalized (rule 7) and has closed-class words to trim (rule 8):
+    # rows for this target language only, chosen on the dev part below
+    "hybrid german": ("hybrid", {"capitalized_nouns": True, "function_words": "de"}),
+    "hybrid german+one word": ("hybrid", {"capitalized_nouns": True, "function_words": "de", "one_word": True}),
+    "hybrid german+one word+fuzzy 80": ("hybrid", {"capitalized_nouns": True, "function_words": "de",
+                                                   "one_word": True, "fuzzy": 80}),
 }
 
 

@@ -188,3 +188,36 @@ def test_one_word_keeps_only_the_best_linked_target_word_of_a_one_word_span():
     result = project_alignment(source, tags, target, later, one_word=True)
     assert result.tags == ["O", "O", "B-MISC", "O", "O", "O"] and result.statuses[0].status == "split"
     assert project_alignment(source, tags, target, later).tags == ["O", "O", "B-MISC", "O", "O", "B-MISC"]
+
+
+def test_capitalized_nouns_trims_trailing_lowercase_words_but_keeps_one_word():
+    source, tags = ["the", "Member", "States", "are", "trying"], ["O", "B-ORG", "I-ORG", "O", "O"]
+    target = ["die", "Mitgliedstaaten", "sind", "bemüht"]
+    links = [(0, 0), (1, 1), (2, 1), (2, 3), (3, 2), (4, 3)]  # "States" also linked to the verb
+    assert project_alignment(source, tags, target, links, fill_gaps=1).tags == ["O", "B-ORG", "I-ORG", "I-ORG"]
+    assert project_alignment(source, tags, target, links, fill_gaps=1, capitalized_nouns=True).tags == \
+        ["O", "B-ORG", "O", "O"]
+    # a lowercase word inside the span stays (only the trailing ones go), and a span of one
+    # lowercase word is kept: a German adjective of nationality
+    inner = project_alignment(["Committee", "on", "Transport"], ["B-ORG", "I-ORG", "I-ORG"],
+                              ["Ausschuss", "für", "Verkehr", "tagt"], [(0, 0), (1, 1), (2, 2), (2, 3)],
+                              capitalized_nouns=True)
+    assert inner.tags == ["B-ORG", "I-ORG", "I-ORG", "O"]
+    adjective = project_alignment(["European", "law"], ["B-MISC", "O"], ["europäisches", "Recht"],
+                                  [(0, 0), (1, 1)], capitalized_nouns=True)
+    assert adjective.tags == ["B-MISC", "O"]
+
+
+def test_function_words_are_trimmed_from_edges_and_a_piece_of_only_them_is_dropped():
+    source, tags = ["in", "the", "Netherlands"], ["O", "B-LOC", "I-LOC"]
+    target = ["in", "den", "Niederlanden"]
+    links = [(0, 0), (1, 1), (2, 2)]
+    assert project_alignment(source, tags, target, links).tags == ["O", "B-LOC", "I-LOC"]
+    assert project_alignment(source, tags, target, links, function_words="de").tags == ["O", "O", "B-LOC"]
+    assert project_alignment(source, tags, target, links, function_words={"DEN"}).tags == \
+        ["O", "B-LOC", "I-LOC"]  # the words are compared lower-cased: give them lower-cased
+    only = project_alignment(["Structural", "Fund"], ["B-MISC", "I-MISC"], ["für", "Strukturfonds"],
+                             [(0, 0)], function_words="de")
+    assert only.tags == ["O", "O"] and only.statuses[0].status == "punctuation"
+    with pytest.raises(ValueError, match="no function-word list for 'xx' \\(it has de, en\\)"):
+        project_alignment(source, tags, target, links, function_words="xx")

@@ -216,3 +216,15 @@ def test_a_method_name_may_carry_options_everywhere_a_method_is_named():
     assert TranslateAlignConfig(input="in", output_dir="out", tgt_lang="de", method="hybrid?one_word=true").method
     with pytest.raises(ValueError, match="takes no option"):
         TranslateAlignConfig(input="in", output_dir="out", tgt_lang="de", method="hybrid?bogus=1")
+
+
+def test_the_german_rules_reach_hybrid_projection_through_a_method_spec():
+    source, tags = ["the", "Member", "States", "are", "trying"], ["O", "B-ORG", "I-ORG", "O", "O"]
+    target, links = ["die", "Mitgliedstaaten", "sind", "bemüht"], [(0, 0), (2, 1), (2, 2), (3, 2), (4, 3)]
+    example = lambda: ProjectionExample(tokenize_target(target), source_tokens=source,  # noqa: E731
+                                        source_spans=tags_to_spans(tags), alignment=links)
+    assert project_examples("hybrid", [example()])[0].tags == ["O", "B-ORG", "I-ORG", "O"]
+    german = "hybrid?capitalized_nouns=true&function_words=de"
+    assert project_examples(german, [example()])[0].tags == ["O", "B-ORG", "O", "O"]
+    assert project_examples("alignment?function_words=de&capitalized_nouns=true", [example()])[0].tags == \
+        ["O", "B-ORG", "O", "O"]

@@ -21,10 +21,18 @@ Given a labeled source sentence, a target sentence and a word alignment between 
    target word, its best-linked (most links, then the first; one source word links each target
    word at most once, so this is its first aligned word): ``niederländischer`` for ``Dutch``, not
    ``niederländischer Sender`` (preferring the word with fewest links from outside the spans
-   instead measured no better on Europarl-NER's dev part).
+   instead measured no better on Europarl-NER's dev part);
+7. with ``capitalized_nouns=True`` (for a target language that capitalizes every noun, as German
+   does), trailing lowercase words are trimmed from every piece: a German name ends in a noun,
+   a number or a symbol, so ``Mitgliedstaaten bemüht`` for ``Member States`` becomes
+   ``Mitgliedstaaten``. A piece keeps at least one word (``europäischen`` for ``European``);
+8. with ``function_words`` (the target language's closed-class words, or the code of a list
+   crop-hf ships), those words are trimmed from both edges of every piece (``den Niederlanden``
+   → ``Niederlanden``) and a piece made only of them is dropped (``für`` for ``Structural Fund``).
 
 Each source span gets a status: ``"projected"`` (one piece), ``"split"`` (several),
-``"unaligned"`` (no links), ``"punctuation"`` (aligned only to punctuation) or ``"conflict"``
+``"unaligned"`` (no links), ``"punctuation"`` (aligned only to punctuation, or only to
+function words under rule 8) or ``"conflict"``
 (all its words went to other spans). A sentence is complete when every span is projected or
 split; unlike lexical projection, incomplete sentences are kept by default (CSTOP keeps every
 translation).
@@ -43,6 +51,7 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Literal
 
 from crop_hf.alignment.symmetrize import parse_pharaoh
+from crop_hf.data.readers.words import builtin_function_words
 from crop_hf.labels import Span, TagScheme, tags_to_spans
 from crop_hf.projection.result import EntityStatus, ProjectedEntity, ProjectionResult
 from crop_hf.projection.target import TargetSentence, Tokenization, is_punctuation, tokenize_target
@@ -81,6 +90,20 @@ def _trim_shared(run: list[int], own: Counter, outside: Counter) -> list[int]:
     return run[start:end]
 
 
+def _lowercase(word: str) -> bool:
+    return word[:1].islower()
+
+
+def _without_edge_words(run: list[int], tokens: Sequence[str], words: Collection[str]) -> list[int]:
+    """``run`` without the words of ``words`` (lower-cased) at either edge; emptied if it holds only them."""
+    start, end = 0, len(run)
+    while start < end and tokens[run[start]].lower() in words:
+        start += 1
+    while end > start and tokens[run[end - 1]].lower() in words:
+        end -= 1
+    return run[start:end]
+
+
 def project_alignment(
     source_tokens: Sequence[str] | None,
     source_tags: Sequence,
@@ -96,6 +119,8 @@ def project_alignment(
     pieces: Literal["split", "largest"] = "split",
     trim_edges: bool = False,
     one_word: bool = False,
+    capitalized_nouns: bool = False,
+    function_words: str | Collection[str] | None = None,
 ) -> ProjectionResult:
     """Project source spans through a word alignment (see the module docstring for the rules).
 
@@ -113,11 +138,17 @@ def project_alignment(
         trim_edges: trim edge words linked at least as much to source words outside every span
             (rule 5 of the module docstring).
         one_word: a one-word source span keeps only its best-linked target word (rule 6).
+        capitalized_nouns: the target language writes every noun capitalized (German,
+            Luxembourgish): trailing lowercase words are trimmed from each piece (rule 7).
+        function_words: closed-class words of the target language, or the code of a list crop-hf
+            ships (``"de"``, ``"en"``: :func:`~crop_hf.data.readers.builtin_function_words`):
+            trimmed from both edges of each piece, and a piece of only such words is dropped (rule 8).
     """
     if fill_gaps < 0:
         raise ValueError(f"fill_gaps must be >= 0, got {fill_gaps}")
     if pieces not in ("split", "largest"):
         raise ValueError(f"pieces must be 'split' or 'largest', got {pieces!r}")
+    closed_class = builtin_function_words(function_words) if isinstance(function_words, str) else function_words
     sentence = target if isinstance(target, TargetSentence) else tokenize_target(target, lang, tokenization)
     links = parse_pharaoh(alignment) if isinstance(alignment, str) else sorted(set(alignment))
     spans = source_spans(source_tags, scheme)
@@ -169,6 +200,11 @@ def project_alignment(
                 run.pop()
             if trim_edges and run:
                 run = _trim_shared(run, link_counts[k], outside)
+            if capitalized_nouns:
+                while len(run) > 1 and _lowercase(sentence.tokens[run[-1]]):
+                    run.pop()
+            if closed_class:
+                run = _without_edge_words(run, sentence.tokens, closed_class)
             if run:
                 found.append(run)
         if not link_counts[k]:

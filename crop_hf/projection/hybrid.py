@@ -41,7 +41,7 @@ Statuses: ``"found"`` for both lexical passes (the entity's ``match`` says ``"ex
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -69,6 +69,8 @@ def project_hybrid(
     pieces: Literal["split", "largest"] = "largest",
     trim_edges: bool = False,
     one_word: bool = False,
+    capitalized_nouns: bool = False,
+    function_words: str | Collection[str] | None = None,
     fuzzy: float | None = None,
     scheme: TagScheme = "IOB2",
     drop_incomplete: bool = False,
@@ -92,6 +94,8 @@ def project_hybrid(
         trim_edges: the alignment pass trims edge words linked as much outside every span
             (:func:`~crop_hf.projection.project_alignment`'s rule 5).
         one_word: the alignment pass gives a one-word source span only its best-linked word (rule 6).
+        capitalized_nouns, function_words: the alignment pass's rules 7 and 8 (German names end in
+            a capitalized word; closed-class words are trimmed from the edges).
         drop_incomplete: mark sentences with an unprojected span as not kept.
     """
     sentence = target if isinstance(target, TargetSentence) else tokenize_target(target, lang, tokenization)
@@ -126,6 +130,7 @@ def project_hybrid(
     if missing:
         aligned = project_alignment(source_tokens, [spans[k] for k in missing], sentence, alignment,
                                     fill_gaps=fill_gaps, pieces=pieces, trim_edges=trim_edges, one_word=one_word,
+                                    capitalized_nouns=capitalized_nouns, function_words=function_words,
                                     reserved=[j for j, taken in enumerate(claimed) if taken])
         for position, k in enumerate(missing):
             status[k] = aligned.statuses[position].status

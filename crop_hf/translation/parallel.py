@@ -38,6 +38,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Literal
 
+from crop_hf.data.readers.words import read_function_words
 from crop_hf.markers import MarkerStyle, get_marker_style
 
 __all__ = [
@@ -269,25 +270,6 @@ def consistent_phrase_pairs(
             if all(i1 <= i < i2 for j in range(j1, j2) for i in by_target.get(j, ())):
                 found.append((i1, i2, j1, j2))
     return found
-
-
-def read_function_words(path: str | Path) -> dict[str, frozenset[str]]:
-    """The closed-class words of each language in a ``lang<TAB>word`` file (lower-cased; ``#`` starts a comment).
-
-    Raises ``ValueError`` naming the file and line of a line that is not two tab-separated fields.
-    """
-    path = Path(path)
-    found: dict[str, set[str]] = {}
-    with _open_text(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            line = line.split("#", 1)[0].strip()
-            if not line:
-                continue
-            fields = line.split("\t")
-            if len(fields) != 2 or not all(f.strip() for f in fields):
-                raise ValueError(f"{path}:{number}: expected 'lang<TAB>word', got {line!r}")
-            found.setdefault(fields[0].strip(), set()).add(fields[1].strip().lower())
-    return {lang: frozenset(items) for lang, items in found.items()}
 
 
 def without_function_word_edges(

@@ -32,6 +32,7 @@ from crop_hf.data.readers.conll import (
 )
 from crop_hf.data.readers.io import Errors, FormatError, SkippedRecords, Source, iter_lines, source_name
 from crop_hf.data.readers.parses import ParseRecord, infer_domain, read_semantic_parses
+from crop_hf.data.readers.words import builtin_function_words, read_function_words
 
 __all__ = [
     "NODALIDA_TYPE_MAP",
@@ -42,12 +43,14 @@ __all__ = [
     "SkippedRecords",
     "Source",
     "TaggedSentence",
+    "builtin_function_words",
     "infer_domain",
     "iter_lines",
     "read_bioes",
     "read_conll",
     "read_conllu_ner",
     "read_europarl_ner",
+    "read_function_words",
     "read_panx",
     "read_semantic_parses",
     "source_name",
