@@ -36,6 +36,7 @@ import datasets
 
 from crop_hf.data.builder import SemanticParseBuilder, SemanticParseConfig, find_split_files
 from crop_hf.data.readers import FormatError, SkippedRecords, iter_lines
+from crop_hf.data.readers.io import undecodable_error
 from crop_hf.seqlogical import ParseError, flatten_top_level, parse
 
 logger = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ def read_hinglish_top(
     The header must name the five columns of :data:`HINGLISH_TOP_COLUMNS` (any order). A row with
     the wrong number of columns or a malformed parse raises :class:`~crop_hf.data.readers.FormatError`
     naming the file and line; with ``errors="skip"`` it is dropped and counted in ``skipped``
-    (under ``"columns"`` or ``"parse"``) instead.
+    (under ``"columns"``, ``"parse"`` or, for a line that is not valid UTF-8, ``"encoding"``) instead.
     """
     if errors not in ("strict", "skip"):
         raise ValueError(f"errors must be 'strict' or 'skip', got {errors!r}")
@@ -105,6 +106,12 @@ def read_hinglish_top(
     before = skipped.total
     where: dict[str, int] | None = None
     for number, text in iter_lines(path, "utf-8"):
+        if text is None:  # not valid UTF-8
+            error = undecodable_error(path, number, "UTF-8")
+            if errors == "strict" or where is None:  # without the header nothing can be read
+                raise error
+            skipped.add(error)
+            continue
         if not text.strip():
             continue
         fields = text.split("\t")
