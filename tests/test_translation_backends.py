@@ -337,3 +337,18 @@ def test_cpu_gemm_library_off_x86_and_without_cpuinfo(tmp_path, monkeypatch):
     assert cpu_gemm_library({}, tmp_path / "none") == "mkl"
     monkeypatch.setattr(platform, "processor", lambda: "AMD64 Family 25 Model 1 Stepping 1, AuthenticAMD")
     assert cpu_gemm_library({}, tmp_path / "none") == "onednn"
+
+
+def test_converting_leaves_the_model_configuration_as_it_was_so_the_cache_is_found(tiny_m2m100, cache):
+    import torch
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from crop_hf.translation.backends import conversion_key, convert_checkpoint
+
+    model, tokenizer = AutoModelForSeq2SeqLM.from_pretrained(tiny_m2m100), AutoTokenizer.from_pretrained(tiny_m2m100)
+    before, key = model.config.to_dict(), conversion_key(model, tokenizer, "int8")
+    weights = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    convert_checkpoint(model, tokenizer, cache / key, "int8")  # quantizing rewrote the weights in place
+    assert model.config.to_dict() == before and model.model.config is model.config
+    assert all(torch.equal(tensor, weights[name]) for name, tensor in model.state_dict().items())
+    assert conversion_key(model, tokenizer, "int8") == key

@@ -41,6 +41,7 @@ the converted model is kept under :func:`default_cache_dir` in a folder named by
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import json
@@ -280,7 +281,23 @@ def convert_checkpoint(model: Any, tokenizer: Any, output_dir: str | Path, compu
     with tempfile.TemporaryDirectory(dir=output_dir.parent, prefix=".convert-") as work:
         model.config.save_pretrained(Path(work) / "config")
         partial = Path(work) / "model"
-        _InMemoryConverter(str(Path(work) / "config")).convert(str(partial), quantization=compute_type, force=True)
+        # The converter writes attributes of its own (normalize_before, ...) into model.config; put
+        # the user's configuration back, or the next conversion_key of this model would differ.
+        # (in place: the model's submodules hold the same configuration object). Quantizing (int8,
+        # float16, ...) also rewrites the weights in place: keep a copy and put them back, so the
+        # model still gives generate's outputs (and the same conversion key) afterwards.
+        before = copy.deepcopy(vars(model.config))
+        weights = None if compute_type == "float32" else {name: tensor.detach().clone()
+                                                          for name, tensor in model.state_dict().items()}
+        try:
+            _InMemoryConverter(str(Path(work) / "config")).convert(str(partial), quantization=compute_type,
+                                                                   force=True)
+        finally:
+            for name in set(vars(model.config)) - set(before):
+                delattr(model.config, name)
+            vars(model.config).update(before)
+            if weights is not None:
+                model.load_state_dict(weights)
         (partial / "crop_hf_conversion.json").write_text(json.dumps({
             "source": str(getattr(model, "name_or_path", "")), "compute_type": compute_type,
             "ctranslate2": ctranslate2.__version__, "vocabulary_size": len(tokenizer),
