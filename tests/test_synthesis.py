@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import logging
 import os
@@ -447,6 +448,41 @@ def test_target_languages_accept_a_comma_separated_string():
     assert SynthesisConfig(target_langs="de,es nl").target_langs == ["de", "es", "nl"]
 
 
+@pytest.mark.parametrize("name", ["batch_size", "num_beams", "num_return_sequences", "max_words", "shard_size"])
+def test_config_counts_must_be_at_least_one_and_one_is_enough(name):
+    ones = dict.fromkeys(("batch_size", "num_beams", "num_return_sequences", "max_words", "shard_size"), 1)
+    assert getattr(SynthesisConfig(target_langs=["de"], **ones), name) == 1
+    with pytest.raises(ValueError, match=rf"^{name} must be at least 1, got 0$"):
+        SynthesisConfig(target_langs=["de"], **{**ones, name: 0})
+
+
+def test_config_checks_device_compute_type_beams_and_report_up_front(monkeypatch):
+    from crop_hf.errors import DeviceError
+
+    assert SynthesisConfig(target_langs=["de"], device="cpu").device == "cpu"
+    with pytest.raises(DeviceError, match="'gpu!' is not a torch device"):
+        SynthesisConfig(target_langs=["de"], device="gpu!")
+    assert SynthesisConfig(target_langs=["de"], backend="ctranslate2", compute_type="int8").compute_type == "int8"
+    with pytest.raises(ValueError, match=r"^compute_type applies to backend='ctranslate2' only$"):
+        SynthesisConfig(target_langs=["de"], compute_type="int8")
+    assert SynthesisConfig(target_langs=["de"], num_beams=3, num_return_sequences=3).num_return_sequences == 3
+    assert SynthesisConfig(target_langs=["de"], method="alignment", alignment_model="mbert").alignment_model == "mbert"
+    assert SynthesisConfig(target_langs=["de", "es"], source_lang="fr").target_langs == ["de", "es"]
+    assert SynthesisConfig(target_langs=["de"], report=True).report  # matplotlib is installed for the tests
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    with pytest.raises(ImportError, match=r"^report=True draws plots with matplotlib, which is not installed: pip "
+                                          r"install 'crop-hf\[report\]'$"):
+        SynthesisConfig(target_langs=["de"], report=True)
+    assert not SynthesisConfig(target_langs=["de"]).report  # without report, matplotlib is not needed
+    with pytest.raises(ValueError, match=r"^give at least one target language$"):
+        SynthesisConfig(target_langs=" , ")
+    with pytest.raises(ValueError, match=r"^num_return_sequences cannot exceed num_beams$"):
+        SynthesisConfig(target_langs=["de"], num_beams=2, num_return_sequences=3)
+
+
 def test_demo_runs_every_stage_offline_and_says_it_is_a_smoke_run(tmp_path, capsys):
     assert main(["demo", "--output_dir", str(tmp_path), "--target_langs", "de", "--no_show_progress"]) == 0
     captured = capsys.readouterr()
@@ -497,7 +533,7 @@ def test_self_training_reads_what_synthesis_writes(raw_dir, tmp_path, tiny_xlmr_
 
 
 def test_tagger_entities_become_trimmed_non_overlapping_character_spans():
-    from crop_hf.synthesis.stages import _entity_spans
+    from crop_hf.synthesis.stages import entity_spans
 
     text = "Anna  met Peter Smith in Hamburg"
     entities = [{"start": 0, "end": 6, "entity_group": "PER"},  # "Anna  ": trailing spaces trimmed
@@ -505,11 +541,11 @@ def test_tagger_entities_become_trimmed_non_overlapping_character_spans():
                 {"start": 16, "end": 21, "entity_group": "ORG"},  # overlaps the previous span: dropped
                 {"start": 21, "end": 22, "entity_group": "LOC"},  # only a space: dropped
                 {"start": 25, "end": 32, "entity_group": "LOC"}]
-    assert _entity_spans(text, entities) == [{"start": 0, "end": 4, "label": "PER"},
+    assert entity_spans(text, entities) == [{"start": 0, "end": 4, "label": "PER"},
                                              {"start": 10, "end": 21, "label": "PER"},
                                              {"start": 25, "end": 32, "label": "LOC"}]
     # A span may start exactly where the previous one ends.
-    assert _entity_spans("ab", [{"start": 0, "end": 1, "entity_group": "A"}, {"start": 1, "end": 2, "entity_group": "B"}]
+    assert entity_spans("ab", [{"start": 0, "end": 1, "entity_group": "A"}, {"start": 1, "end": 2, "entity_group": "B"}]
                          ) == [{"start": 0, "end": 1, "label": "A"}, {"start": 1, "end": 2, "label": "B"}]
 
 
@@ -744,23 +780,23 @@ def test_a_pipeline_returning_fewer_outputs_than_inputs_stops_the_shard_instead_
         process_shard(["Anna wohnt in Hamburg .", "Peter wohnt in Bremen ."], "de", shard_settings(), models, None)
 
 
-def test_entity_spans_trim_exactly_the_spaces_and_compare_with_the_last_span_kept():
-    from crop_hf.synthesis.stages import _entity_spans
+def testentity_spans_trim_exactly_the_spaces_and_compare_with_the_last_span_kept():
+    from crop_hf.synthesis.stages import entity_spans
 
     def entity(start, end, label="PER"):
         return {"start": start, "end": end, "entity_group": label}
 
     text = "Anna und Ben und Cem"
     # One space on either side is trimmed, and only that one.
-    assert _entity_spans(text, [entity(4, 8), entity(8, 13, "LOC")]) == [
+    assert entity_spans(text, [entity(4, 8), entity(8, 13, "LOC")]) == [
         {"start": 5, "end": 8, "label": "PER"}, {"start": 9, "end": 12, "label": "LOC"}]
     # With three spans kept, a fourth overlapping only the last one is dropped.
-    assert _entity_spans(text, [entity(0, 4), entity(9, 12), entity(17, 20), entity(18, 20, "LOC")]) == [
+    assert entity_spans(text, [entity(0, 4), entity(9, 12), entity(17, 20), entity(18, 20, "LOC")]) == [
         {"start": 0, "end": 4, "label": "PER"}, {"start": 9, "end": 12, "label": "PER"},
         {"start": 17, "end": 20, "label": "PER"}]
     # Nothing but spaces at the very end of the text, or nothing at all: no span, and no error.
-    assert _entity_spans("Anna ", [entity(4, 5)]) == []
-    assert _entity_spans("", [entity(0, 0)]) == []
+    assert entity_spans("Anna ", [entity(4, 5)]) == []
+    assert entity_spans("", [entity(0, 0)]) == []
 
 
 def test_language_filter_names_every_language_it_cannot_check_in_one_warning(caplog):
@@ -799,3 +835,137 @@ def test_process_shard_drops_a_translation_longer_than_the_tagger_takes_and_tags
         "Anna lives a very very long time hier"
     assert [row["tokens"] for row in kept] == [["Anna", "wohnt", "in", "Hamburg"]]
     assert kept[0]["ner_tags"] == [0, 0, 0, 5]
+
+
+def test_push_to_hub_passes_the_card_report_folder_and_credentials(tmp_path, monkeypatch):
+    import crop_hf.hub as hub
+    from crop_hf.synthesis.runner import SynthesisResult, push_to_hub
+
+    out = tmp_path / "out"
+    dataset = datasets.DatasetDict({"de": datasets.Dataset.from_dict({"tokens": [["a"]]})})
+    dataset.save_to_disk(str(out / "dataset"))
+    (out / "README.md").write_text("# Karte – ünïcode\n", encoding="utf-8")
+    calls = []
+    monkeypatch.setattr(hub, "push_dataset", lambda data, repo_id, card, **kw: calls.append((sorted(data), repo_id,
+                                                                                           card, kw)) or "url")
+    assert push_to_hub(SynthesisResult(out), "org/x") == "url"
+    assert calls[-1] == (["de"], "org/x", "# Karte – ünïcode\n", {"private": False, "token": None, "folders": None})
+    (out / "report").mkdir()
+    push_to_hub(SynthesisResult(out), "org/x", private=True, token="t0k")
+    assert calls[-1][3] == {"private": True, "token": "t0k", "folders": {"report": out / "report"}}
+
+
+def test_result_table_and_report_in_full():
+    from crop_hf.synthesis.filters import STATISTICS_COLUMNS
+    from crop_hf.synthesis.runner import SynthesisResult
+
+    result = SynthesisResult(Path("out"), {"de": {"input": 5, "kept": 3}, "nl": {"input": 2, "kept": 2}})
+    rows = [line.split() for line in result.table().splitlines()]
+    assert rows[0] == ["lang", *STATISTICS_COLUMNS]
+    zeros = ["0"] * (len(STATISTICS_COLUMNS) - 2)
+    assert rows[-3:] == [["de", "5", "3", *zeros], ["nl", "2", "2", *zeros], ["total", "7", "5", *zeros]]
+    assert result.report() == (f"{result.table()}\n\ndataset: {Path('out/dataset')}\ndiscarded sentences: "
+                               f"{Path('out/discarded')}\ncard: {Path('out/README.md')}")
+    result.skipped_shards = {"de": 2, "nl": 0}
+    assert result.report().endswith(f"card: {Path('out/README.md')}\nresumed: skipped 2 shard(s) an earlier run had "
+                                    "finished (de 2)")
+
+
+def test_in_memory_inputs_their_limit_and_their_own_shard_folder(tmp_path):
+    from crop_hf.synthesis.runner import SynthesisRunner
+
+    sentences = {"de": datasets.Dataset.from_dict({"text": ["Ich wohne in Hamburg .", "Das ist gut .",
+                                                            "Ich mag Hamburg ."]})}
+    config = fake_config(str(tmp_path / "absent" / "{lang}.txt"), str(tmp_path / "out"), target_langs=["de"],
+                         max_sentences=2)
+    runner = SynthesisRunner(config, models=fake_models(), inputs=sentences)
+    assert runner.skipped_shards == {}
+    result = runner.run()
+    assert result.statistics["de"]["input"] == 2  # max_sentences of the in-memory rows; the file is never read
+    kept, _ = load(tmp_path / "out")
+    assert [row["tokens"] for row in kept["de"]] == [["Ich", "wohne", "in", "Hamburg", "."]]
+    other = {"de": datasets.Dataset.from_dict({"text": ["Wir fahren nach Hamburg ."]})}
+    assert SynthesisRunner(config, models=fake_models(), inputs=other).store.root != runner.store.root
+    assert synthesize(config, models=fake_models(), inputs=other).statistics["de"]["input"] == 1
+
+
+def test_process_reports_stages_and_logs_its_shard(raw_dir, tmp_path, caplog):
+    from crop_hf.synthesis.runner import SynthesisRunner
+
+    runner = SynthesisRunner(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out")), models=fake_models())
+    stages = []
+    with caplog.at_level(logging.INFO, logger="crop_hf.synthesis.runner"):
+        kept, discarded, reasons = runner._process("de", 4, RAW["de"][:2], stages.append)
+    assert len(kept) == 2 and discarded == [] and reasons == {}
+    assert stages and all(isinstance(stage, str) for stage in stages)
+    assert caplog.messages[-1] == "de shard 4: 2 of 2 kept"
+
+
+def test_run_shows_its_own_bar_and_hears_the_tokenizer_warning_once(raw_dir, tmp_path, monkeypatch):
+    import warnings
+
+    import crop_hf.synthesis.runner as runner_module
+
+    seen = []
+    real = runner_module.run_sharded
+
+    def recording(*args, **kwargs):
+        seen.append({k: kwargs[k] for k in ("show_progress", "description", "unit")})
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner_module, "run_sharded", recording)
+    models = fake_models()
+    tag = models.tagger.__call__
+
+    def noisy(texts, **kwargs):
+        warnings.warn("Tokenizer does not support real words, using fallback heuristic", UserWarning, stacklevel=1)
+        warnings.warn("another warning", UserWarning, stacklevel=1)
+        return tag(texts, **kwargs)
+
+    models.tagger = noisy
+    config = fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out"), target_langs=["de"], shard_size=2,
+                         show_progress=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        synthesize(config, models=models)
+    messages = [str(w.message) for w in caught]
+    assert messages.count("Tokenizer does not support real words, using fallback heuristic") == 1
+    assert messages.count("another warning") > 1  # only that one warning is shown once
+    assert seen == [{"show_progress": True, "description": "synthesize", "unit": "sent"}]
+
+
+def test_merge_writes_statistics_card_and_report_and_other_processes_get_an_empty_result(raw_dir, tmp_path,
+                                                                                         monkeypatch):
+    from synthesis_fakes import FakeState
+
+    import crop_hf.engine.shards as shards
+    import crop_hf.report
+    from crop_hf.synthesis.runner import SynthesisRunner
+
+    monkeypatch.setattr(sys, "argv", ["/usr/bin/crop-hf", "synthesize", "--output_dir", "my out"])
+    reports = []
+    monkeypatch.setattr(crop_hf.report, "write_report", reports.append)
+    out = tmp_path / "out"
+    runner = SynthesisRunner(fake_config(str(raw_dir / "{lang}.txt"), str(out), report=True), models=fake_models())
+    result = runner.run()
+    assert (out / "statistics.json").read_text(encoding="utf-8") == json.dumps(result.statistics, indent=2)
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "crop-hf synthesize --output_dir 'my out'\n" in card and runner.store.fingerprint in card
+    assert reports == [out]
+    monkeypatch.setattr(shards, "process_state", lambda: FakeState(1, 2))  # not the main process: no merge
+    other = SynthesisRunner(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "o2")), models=fake_models()).run()
+    assert other.output_dir == tmp_path / "o2" and other.statistics == {}
+
+
+def test_a_finished_run_reads_the_label_names_from_the_ner_models_config(raw_dir, tmp_path, tiny_xlmr_ner):
+    from crop_hf.errors import UnreachableError
+    from crop_hf.synthesis.runner import SynthesisRunner
+
+    config = fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out"), ner_model=str(tiny_xlmr_ner))
+    synthesize(config, models=fake_models())
+    again = SynthesisRunner(config)  # every shard is done: the models are never loaded
+    assert again._label_names() == list(fake_models().labels.names)
+    assert again.run().statistics["de"]["kept"] == 4
+    missing = dataclasses.replace(config, ner_model=str(tmp_path / "no-such-model"))
+    with pytest.raises(UnreachableError, match=r"NER model \(ner_model\)"):
+        SynthesisRunner(missing)._label_names()

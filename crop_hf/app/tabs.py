@@ -25,6 +25,7 @@ from typing import Any
 from crop_hf import seqlogical
 from crop_hf.labels import Span, tags_to_spans
 from crop_hf.markers import SlotMarkers
+from crop_hf.synthesis.stages import entity_spans
 
 __all__ = [
     "ANNOTATION",
@@ -132,20 +133,6 @@ def read_annotations(text: str) -> tuple[str, list[dict[str, Any]] | None]:
     return "".join(pieces), (entities or None)
 
 
-def _tagged_spans(text: str, tagged: list[dict]) -> list[dict[str, Any]]:
-    """Token-classification entities as non-overlapping ``{"start", "end", "label"}`` spans, trimmed of spaces."""
-    spans: list[dict[str, Any]] = []
-    for entity in tagged:
-        start, end = int(entity["start"]), int(entity["end"])
-        while start < end and text[start].isspace():
-            start += 1
-        while end > start and text[end - 1].isspace():
-            end -= 1
-        if start < end and (not spans or start >= spans[-1]["end"]):
-            spans.append({"start": start, "end": end, "label": entity.get("entity_group", entity.get("entity"))})
-    return spans
-
-
 @dataclass
 class Hypothesis:
     """One translation the model returned, read for its markers."""
@@ -205,7 +192,7 @@ def translate_labeled(models, text: str | None, src_lang: str | None, tgt_lang: 
         entities_from = "ner model"
         with warnings.catch_warnings():  # said on every call with a SentencePiece tokenizer
             warnings.filterwarnings("ignore", message="Tokenizer does not support real words")
-            entities = _tagged_spans(plain, models.tagger(plain))
+            entities = entity_spans(plain, models.tagger(plain))
     marked = translator.mark({"text": plain, "entities": entities})
     num_hypotheses = max(1, int(num_hypotheses))
     inputs = translator.preprocess(marked, languages=languages)

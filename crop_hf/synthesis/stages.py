@@ -33,7 +33,7 @@ from crop_hf.synthesis.rows import DiscardedSentence, KeptSentence
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SynthesisModels", "each_or_none", "process_shard"]
+__all__ = ["SynthesisModels", "each_or_none", "entity_spans", "process_shard"]
 
 
 @dataclass
@@ -122,7 +122,7 @@ def process_shard(
     stage("tag")
     tag = partial(_tag, models.tagger, batch_size=config.batch_size)
     for record, entities in _apply(tag, alive, [r["source_translation"] for r in alive], drop):
-        record["source_entities"] = _entity_spans(record["source_translation"], entities)
+        record["source_entities"] = entity_spans(record["source_translation"], entities)
         if not record["source_entities"]:
             drop(record, "all_o")
     alive = [r for r in alive if r["reason"] is None]
@@ -236,8 +236,13 @@ def each_or_none(call: Callable[[list], list], items: list) -> list:
     return results
 
 
-def _entity_spans(text: str, entities: list[dict]) -> list[dict]:
-    """Token-classification entities as ``{"start", "end", "label"}`` character spans, trimmed of spaces."""
+def entity_spans(text: str, entities: list[dict]) -> list[dict]:
+    """Token-classification entities as ``{"start", "end", "label"}`` character spans, trimmed of spaces.
+
+    ``entities`` is what a ``token-classification`` pipeline returned for ``text`` (grouped, with
+    ``entity_group``, or per token, with ``entity``); a span that overlaps the one kept before it is
+    left out, so the spans never overlap.
+    """
     spans = []
     for entity in entities:
         start, end = int(entity["start"]), int(entity["end"])
@@ -246,7 +251,7 @@ def _entity_spans(text: str, entities: list[dict]) -> list[dict]:
         while end > start and text[end - 1].isspace():
             end -= 1
         if start < end and (not spans or start >= spans[-1]["end"]):
-            spans.append({"start": start, "end": end, "label": entity["entity_group"]})
+            spans.append({"start": start, "end": end, "label": entity.get("entity_group", entity.get("entity"))})
     return spans
 
 
