@@ -15,9 +15,11 @@ function (stopping at the first failure). A library was preferred over a home-ma
 mutmut's per-function test mapping is exactly the "run only the tests that cover it" this needs, and
 forking after loading torch and the tests once is what makes ~4,000 mutants fit in a quarter of an hour.
 
-Run time: mutmut first runs the selected test files once (about 1.5 minutes), then ~4,000 mutants.
-The whole scope takes about 15 minutes on an idle 2-core AMD EPYC (2026-12-02: 14 min 40 s wall,
-4,090 mutants; 51 minutes before the savings below). A mutant's process costs about 0.1 s beyond
+Run time: mutmut first runs the selected test files once (about 1.5 minutes), then the mutants.
+The scope of 2026-12-02 took about 15 minutes on an idle 2-core AMD EPYC (14 min 40 s wall, 4,090
+mutants; 51 minutes before the savings below); the nine modules added on 2026-12-03 (issue 32) add
+3,335 mutants, about 52 minutes on their own on 2 shared cores (mostly translation.backends, whose
+mutants convert checkpoints; ``mutation_scores.md``). A mutant's process costs about 0.1 s beyond
 its tests: pytest's unraisableexception plugin, whose ``gc.collect()`` calls walked the heap that
 torch and transformers fill (0.9 of the 1.1 s each mutant took), is off under mutmut
 (``pytest_add_cli_args`` in ``setup.cfg``); ``tests/conftest.py`` runs a mutant's tests fastest
@@ -79,7 +81,7 @@ MODULES: dict[str, Module] = {
         "iob2_to_iob1", "iob2_to_bioes", "bioes_to_iob2", "is_valid", "repair_tags")),
     "synthesis.filters": Module("crop_hf/synthesis/filters.py"),
     "synthesis.stages": Module("crop_hf/synthesis/stages.py", (
-        "process_shard", "_apply", "each_or_none", "_entity_spans", "_rows"),
+        "process_shard", "_apply", "each_or_none", "entity_spans", "_rows"),
         "stage logic; SynthesisModels.load only loads checkpoints"),
     "self_training": Module("crop_hf/self_training.py", ("combine_labels", "_source_tag_strings"),
                             "label combination; training itself is tests/test_self_training's end-to-end run"),
@@ -89,6 +91,23 @@ MODULES: dict[str, Module] = {
     "translation.marker_tokens": Module("crop_hf/translation/marker_tokens.py"),
     "modeling.crf": Module("crop_hf/modeling/crf.py"),
     "metrics.parsing": Module("crop_hf/metrics/parsing.py"),
+    "parsing.pipeline": Module("crop_hf/parsing/pipeline.py"),
+    "augment.translate_align": Module("crop_hf/augment/translate_align.py", (
+        "process_batch", "_round_trip", "TranslateAlignConfig.*", "TranslateAlignResult.*", "translate_align",
+        "_kept_features", "_merge"), "the funnel, shards and merge; TranslateAlignModels.load only loads the models"),
+    "augment.generate_filter": Module("crop_hf/augment/generate_filter.py", (
+        "signature", "neighbour_pairs", "filter_generations", "GenerateFilterConfig.*", "_read", "generate",
+        "GenerateFilterResult.*", "generate_and_filter", "_features", "_discarded_features", "_save"),
+        "pairs, filter, generation and the run; fine_tune is the training engine's loop, which "
+        "tests/test_generate_filter's tiny BART runs end to end"),
+    "translation.backends": Module("crop_hf/translation/backends.py"),
+    "translation.train (loss)": Module("crop_hf/translation/train.py", ("marker_weighted_loss", "_LabelledPositions.*"),
+                                       "the loss and the labelled positions; train_translation is wiring "
+                                       "tests/test_translation_training runs end to end"),
+    "data.builder": Module("crop_hf/data/builder.py"),
+    "data.hinglish_top": Module("crop_hf/data/hinglish_top.py"),
+    "synthesis.runner": Module("crop_hf/synthesis/runner.py"),
+    "synthesis.config": Module("crop_hf/synthesis/config.py"),
 }
 
 _NAME = re.compile(r"^(?P<module>.+?)\.x(?:ǁ(?P<cls>[^ǁ]+)ǁ|_)(?P<func>.+)__mutmut_(?P<n>\d+)$")

@@ -339,3 +339,255 @@ def test_load_dataset_split_returns_dataset_and_rejects_data_files(build, data_c
     assert isinstance(test, datasets.Dataset) and test.num_rows == 3
     with pytest.raises(ValueError, match="`data_files` is not supported"):
         load_dataset("cstop", data_files="x.tsv", cache_dir=str(data_cache))
+
+
+# --------------------------------------------------------------------------- what every builder shares (builder.py)
+
+
+def test_find_split_files_tries_names_in_order_here_then_one_folder_below(tmp_path):
+    from crop_hf.data.builder import DATA_DIR_HINT, find_split_files
+    from crop_hf.errors import MissingFilesError
+
+    (tmp_path / "b_sub").mkdir()
+    (tmp_path / "a_sub").mkdir()
+    (tmp_path / "a_sub" / "dev.tsv").write_text("x")
+    (tmp_path / "b_sub" / "dev.tsv").write_text("x")
+    (tmp_path / "b_sub" / "eval.tsv").write_text("x")
+    (tmp_path / "train.tsv").write_text("x")
+    (tmp_path / "a_sub" / "train.tsv").write_text("x")
+    (tmp_path / "test.tsv").mkdir()  # a folder named like a file is not a file
+    found = find_split_files(tmp_path, {"train": ("train.tsv",), "validation": ("eval.tsv", "dev.tsv")}, "corpus")
+    # the first name wins wherever it is; a name here wins over the same name below
+    assert found == {"train": str(tmp_path / "train.tsv"), "validation": str(tmp_path / "b_sub" / "eval.tsv")}
+    found = find_split_files(tmp_path, {"validation": ("dev.tsv",)}, "corpus")
+    assert found == {"validation": str(tmp_path / "a_sub" / "dev.tsv")}  # subfolders in name order
+    with pytest.raises(MissingFilesError) as info:
+        find_split_files(tmp_path, {"train": ("train.tsv",), "test": ("test.tsv", "t.tsv"), "x": ("x",)}, "corpus")
+    assert str(info.value) == (f"corpus: files not found in {str(tmp_path)!r} (nor in its subfolders); "
+                               "looked for test: test.tsv or t.tsv; x: x")
+    with pytest.raises(MissingFilesError) as info:
+        find_split_files(tmp_path / "nope", {"train": ("train.tsv",)}, "corpus")
+    assert str(info.value) == f"corpus: no folder {str(tmp_path / 'nope')!r}; looked for train: train.tsv. {DATA_DIR_HINT}"
+    assert DATA_DIR_HINT == "Pass data_dir=<the folder of the extracted release>"
+
+
+def test_files_hash_follows_paths_sizes_and_times_of_every_file(tmp_path):
+    import os
+
+    from crop_hf.data.builder import _files_hash
+
+    assert _files_hash(None) == "" and _files_hash("https://example.org/data") == ""
+    assert _files_hash(tmp_path / "missing") == "" and _files_hash(tmp_path / "nope.txt") == ""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.txt").write_text("abc")
+    first = _files_hash(tmp_path)
+    assert len(first) == 16 and int(first, 16) >= 0 and _files_hash(str(tmp_path)) == first
+    assert _files_hash(tmp_path) == first  # stat only: the same state, the same digest
+    (tmp_path / "sub" / "a.txt").write_text("abd")  # same size
+    stat = (tmp_path / "sub" / "a.txt").stat()
+    os.utime(tmp_path / "sub" / "a.txt", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    second = _files_hash(tmp_path)
+    assert second != first
+    os.rename(tmp_path / "sub" / "a.txt", tmp_path / "sub" / "b.txt")  # a new name, same size and times
+    assert _files_hash(tmp_path) != second
+    os.rename(tmp_path / "sub" / "b.txt", tmp_path / "sub" / "a.txt")
+    (tmp_path / "empty").mkdir()  # folders are not files
+    assert _files_hash(tmp_path) == _files_hash(tmp_path)
+
+
+def test_files_hash_sees_a_change_only_the_status_change_time_records(tmp_path, monkeypatch):
+    """``cp -p``: same size, the old modification time restored; only st_ctime_ns tells."""
+    import os
+    from pathlib import Path as RealPath
+
+    from crop_hf.data import builder as builder_module
+
+    (tmp_path / "a.txt").write_text("abc")
+    before = builder_module._files_hash(tmp_path)
+    real_stat = RealPath.stat
+
+    class LaterCtime:
+        def __init__(self, result):
+            self.result = result
+            self.st_ctime_ns = result.st_ctime_ns + 5_000_000_000
+
+        def __getattr__(self, name):
+            return getattr(self.result, name)
+
+    def later_ctime(self, *args, **kwargs):
+        result = real_stat(self, *args, **kwargs)
+        return LaterCtime(result) if self.name == "a.txt" else result
+
+    monkeypatch.setattr(RealPath, "stat", later_ctime)
+    assert builder_module._files_hash(tmp_path) != before
+    assert os.path.exists(tmp_path / "a.txt")
+
+
+def test_source_hash_follows_the_builder_its_readers_and_the_label_code(monkeypatch):
+    from crop_hf.data import builder as builder_module
+    from crop_hf.data.cstop import Cstop
+
+    real = builder_module.inspect.getsource
+    before = builder_module._source_hash(Cstop)
+    assert len(before) == 16 and before == builder_module._source_hash(Cstop)
+    for edited in ("crop_hf.data.cstop", "crop_hf.data.builder", "crop_hf.data.readers.parses", "crop_hf.labels",
+                   "crop_hf.seqlogical", "crop_hf.data.readers"):
+        monkeypatch.setattr(builder_module.inspect, "getsource",
+                            lambda module, edited=edited: real(module) + ("#" if module.__name__ == edited else ""))
+        assert builder_module._source_hash(Cstop) != before, edited
+    # a module outside crop_hf in the class's ancestry (datasets') does not count
+    monkeypatch.setattr(builder_module.inspect, "getsource",
+                        lambda module: "datasets" if module.__name__.startswith("datasets") else real(module))
+    assert builder_module._source_hash(Cstop) == before
+
+
+def test_builder_cache_key_joins_source_and_file_digests_unless_given(tmp_path):
+    from crop_hf.data.builder import _files_hash, _source_hash
+    from crop_hf.data.cstop import Cstop
+
+    folder = FIXTURES / "cstop"
+    built = Cstop(data_dir=str(folder), cache_dir=str(tmp_path))
+    assert built.hash == f"{_source_hash(Cstop)}-{_files_hash(folder)}"
+    assert Cstop(cache_dir=str(tmp_path)).hash == _source_hash(Cstop)  # no folder: no file digest, no dash
+    assert Cstop(data_dir=str(folder), cache_dir=str(tmp_path), hash="fixed").hash == "fixed"
+    assert built.skipped_records == {} and built._errors == "strict"
+    assert Cstop(data_dir=str(folder), cache_dir=str(tmp_path), skip_bad_records=True)._errors == "skip"
+    info = built._info()
+    assert info.description == "CSTOP: Spanglish (Spanish + English code-switched) task-oriented semantic parsing."
+    assert info.citation.startswith("@inproceedings{einolghozati") and info.homepage == ""
+    assert list(info.features) == ["id", "utterance", "tokens", "intent", "slot_tags", "parse", "domain"]
+
+
+def test_only_the_asked_splits_in_release_order(tmp_path):
+    from crop_hf.data.cstop import Cstop
+
+    per_split = {"train": 1, "validation": 2, "test": 3}
+    assert Cstop(cache_dir=str(tmp_path))._only(per_split) == per_split
+    assert Cstop(cache_dir=str(tmp_path), splits=("test", "train"))._only(per_split) == {"train": 1, "test": 3}
+    with pytest.raises(ValueError, match=r"^cstop/default has no split 'dev', 'x'; its splits are train, validation, "
+                                         r"test$"):
+        Cstop(cache_dir=str(tmp_path), splits=("train", "dev", "x"))._only(per_split)
+
+
+def test_report_skipped_logs_counts_and_refuses_an_empty_split(tmp_path, caplog):
+    import logging
+
+    from crop_hf.data.cstop import Cstop
+    from crop_hf.data.readers import FormatError
+
+    builder = Cstop(cache_dir=str(tmp_path))
+    builder._produced["train"] = 2
+    with caplog.at_level(logging.WARNING, logger="crop_hf.data.builder"):
+        builder._report_skipped("train")  # nothing skipped: silent
+        assert not caplog.records
+        builder._skipped_for("train").add(FormatError("a.tsv", 3, "x", "y", "columns"))
+        assert builder._skipped_for("train") is builder.skipped_records["train"]
+        builder._report_skipped("train")
+    assert [r.getMessage() for r in caplog.records] == [f"cstop/default train: {builder.skipped_records['train']}"]
+    with pytest.raises(ValueError, match=r"^cstop/default validation split: the release files hold no records$"):
+        builder._report_skipped("validation")
+    builder._skipped_for("test").add(FormatError("b.tsv", 1, "x", "y", "parse"))
+    builder._skipped_for("test").add(FormatError("a.tsv", 1, "x", "y", "parse"))
+    with pytest.raises(ValueError, match=r"^cstop/default test split: every record was skipped as malformed, nothing "
+                                         r"is left to load \(files: a\.tsv, b\.tsv; "):
+        builder._report_skipped("test")
+
+
+def test_generated_examples_are_counted_per_split_once(tmp_path):
+    from crop_hf.data.builder import CropBuilder
+    from crop_hf.data.cstop import Cstop
+
+    builder = Cstop(data_dir=str(FIXTURES / "cstop"), cache_dir=str(tmp_path))
+    files = [str(FIXTURES / "cstop" / "CSTOP" / "test.tsv")]
+    keys = [key for key, _ in builder._generate_examples(files=files, split="test")]
+    assert keys == [0, 1, 2] and builder._produced == {"test": 3}
+
+    assert Cstop._generate_examples._counts_examples is True
+    assert not hasattr(CropBuilder.__dict__.get("_generate_examples"), "_counts_examples")
+
+
+def test_a_builder_defined_now_counts_its_examples_once(tmp_path):
+    """``__init_subclass__`` wraps each new ``_generate_examples`` once (classes defined here, after import)."""
+    from crop_hf.data.cstop import Cstop
+
+    class Fresh(Cstop):
+        def _generate_examples(self, files, split):
+            yield from ((i, {"n": i}) for i in range(4))
+
+    class Inherits(Fresh):  # nothing of its own to wrap
+        pass
+
+    class Reuses(Fresh):  # the already counting generator again: not wrapped a second time
+        _generate_examples = Fresh._generate_examples
+
+    assert Fresh._generate_examples._counts_examples is True and Fresh._generate_examples.__name__ == "_generate_examples"
+    assert "_generate_examples" not in Inherits.__dict__
+    for cls in (Fresh, Inherits, Reuses):
+        builder = cls(cache_dir=str(tmp_path))
+        assert [k for k, _ in builder._generate_examples(files=[], split="train")] == [0, 1, 2, 3]
+        assert builder._produced == {"train": 4}, cls.__name__
+
+
+def test_builder_arguments_are_passed_on_and_data_files_refused_by_name(tmp_path):
+    from crop_hf.data.cstop import Cstop
+
+    positional = Cstop(str(tmp_path / "positional"))  # cache_dir is datasets' first parameter
+    assert positional.cache_dir.startswith(str(tmp_path / "positional"))
+    with pytest.raises(ValueError, match=r"^Cstop reads a release from `data_dir`; `data_files` is not supported$"):
+        Cstop(cache_dir=str(tmp_path), data_files="x.tsv")
+
+
+def test_a_data_dir_that_reads_as_a_url_is_never_hashed(tmp_path):
+    from crop_hf.data.builder import _files_hash
+
+    (tmp_path / "s3:" / "bucket").mkdir(parents=True)  # the local path "<tmp>/s3://bucket" exists...
+    (tmp_path / "s3:" / "bucket" / "a.txt").write_text("x")
+    assert Path(f"{tmp_path}/s3://bucket").is_dir()
+    assert _files_hash(f"{tmp_path}/s3://bucket") == ""  # ...but "://" marks a URL: not stat-ed
+    assert _files_hash(tmp_path / "s3:" / "bucket") != ""
+
+
+def test_description_of_a_builder_module_without_docstring_is_empty(tmp_path, monkeypatch):
+    import sys
+
+    from crop_hf.data.cstop import Cstop
+
+    monkeypatch.setattr(sys.modules[Cstop.__module__], "__doc__", None)
+    assert Cstop(cache_dir=str(tmp_path))._info().description == ""
+
+
+def test_ner_rows_number_from_start_and_fall_back_to_the_config_language(tmp_path, build):  # noqa: F811
+    from crop_hf.data.conll5 import Conll5
+    from crop_hf.data.readers import TaggedSentence
+
+    ds = build("conll5", "no", FIXTURES / "nodalida")
+    row = ds["test"][0]
+    assert row == {"id": "0", "tokens": row["tokens"], "ner_tags": row["ner_tags"], "lang": "no"}
+    assert len(row["tokens"]) == 5 and list(ds["test"].features) == ["id", "tokens", "ner_tags", "lang"]
+    builder = Conll5(config_name="no", cache_dir=str(tmp_path))
+    sentences = [TaggedSentence(["Oslo"], ["B-LOC"], 1), TaggedSentence(["Bergen", "er"], ["B-LOC", "O"], 3, "nn")]
+    assert list(builder._examples(sentences, "no", start=5)) == [
+        (5, {"id": "5", "tokens": ["Oslo"], "ner_tags": [5], "lang": "no"}),
+        (6, {"id": "6", "tokens": ["Bergen", "er"], "ner_tags": [5, 0], "lang": "nn"})]
+    assert [key for key, _ in builder._examples(sentences, "no")] == [0, 1]
+
+
+def test_semantic_parse_rows_in_full_and_skipped_rows_counted(tmp_path, build):  # noqa: F811
+    from crop_hf.data.cstop import Cstop
+
+    row = build("cstop", None, FIXTURES / "cstop")["train"][1]
+    assert row == {"id": "1", "utterance": "Cierra maps", "tokens": ["Cierra", "maps"], "intent": "CLOSE_RESOURCE",
+                   "slot_tags": ["O", "B-RESOURCE"], "parse": "[IN:CLOSE_RESOURCE Cierra [SL:RESOURCE maps ] ]",
+                   "domain": "device"}
+    folder = tmp_path / "data"
+    shutil.copytree(FIXTURES / "cstop", folder)
+    train = folder / "CSTOP" / "train.tsv"
+    lines = train.read_text(encoding="utf-8-sig").splitlines()
+    train.write_text("\n".join([*lines[:2], lines[2].replace(" ] ]", " ]"), *lines[3:]]) + "\n", encoding="utf-8")
+    with pytest.raises(Exception) as info:  # datasets wraps it: the cause is checked
+        Cstop(data_dir=str(folder), cache_dir=str(tmp_path / "strict")).download_and_prepare()
+    assert "train.tsv:3" in str(info.value.__cause__ or info.value)
+    builder = Cstop(data_dir=str(folder), cache_dir=str(tmp_path / "skip"), skip_bad_records=True)
+    builder.download_and_prepare()
+    assert builder.as_dataset(split="train").num_rows == 4
+    assert builder.skipped_records["train"].total == 1 and set(builder.skipped_records) == {"train", "validation", "test"}

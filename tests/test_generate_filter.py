@@ -169,3 +169,243 @@ def test_command_on_hinglish_top_with_tiny_bart(tmp_path, shared_data):
     assert augmented.num_rows == stats["few_shot"] + stats["kept"]
     for text in augmented["parse"]:
         to_flat(parse(text))
+
+
+class _Encoded(dict):
+    def to(self, device):
+        assert device == "cpu-ish"
+        return self
+
+
+class _FakeTokenizer:
+    """Encodes a batch as its texts; decodes "ids" that are already strings (with messy spacing)."""
+
+    def __init__(self) -> None:
+        self.calls = []
+
+    def __call__(self, texts, **kwargs):
+        self.calls.append((texts, kwargs))
+        return _Encoded(input_ids=texts)
+
+    def batch_decode(self, ids, skip_special_tokens):
+        assert skip_special_tokens is True
+        return ids
+
+
+class _FakeGenerator:
+    device = "cpu-ish"
+
+    def __init__(self) -> None:
+        self.calls = []
+
+    def generate(self, input_ids, **kwargs):
+        import torch
+
+        assert not torch.is_grad_enabled()
+        self.calls.append(kwargs)
+        return [f" {text}  out{k} " for text in input_ids for k in range(kwargs["num_return_sequences"])]
+
+
+def test_generate_batches_sources_and_groups_each_sources_hypotheses():
+    model, tokenizer = _FakeGenerator(), _FakeTokenizer()
+    sources = ["a", "b  c", "d", "e", "f"]
+    outputs = generate(model, tokenizer, sources, num_beams=2, num_return_sequences=3, batch_size=2, max_length=17)
+    assert outputs == [[f"{s} out{k}" for k in range(3)] for s in ("a", "b c", "d", "e", "f")]
+    assert [texts for texts, _ in tokenizer.calls] == [["a", "b  c"], ["d", "e"], ["f"]]
+    assert tokenizer.calls[0][1] == {"return_tensors": "pt", "padding": True, "truncation": True, "max_length": 17}
+    # at least as many beams as hypotheses asked for; the length limit is also the generation limit
+    assert model.calls == [{"num_beams": 3, "num_return_sequences": 3, "max_new_tokens": 17}] * 3
+    assert generate(model, tokenizer, ["x"])[0] == ["x out0"]
+    assert model.calls[-1] == {"num_beams": 5, "num_return_sequences": 1, "max_new_tokens": 128}
+    assert tokenizer.calls[-1][1]["max_length"] == 128
+    assert generate(model, tokenizer, []) == []
+    tokenizer.calls.clear()
+    generate(model, tokenizer, [str(i) for i in range(17)])
+    assert [len(texts) for texts, _ in tokenizer.calls] == [16, 1]  # 16 sources a batch by default
+
+
+def test_run_reads_the_configured_columns_and_splits_and_reports_every_bad_input(tmp_path, caplog, monkeypatch):
+    import logging
+    import sys
+
+    few = datasets.DatasetDict({"dev": datasets.Dataset.from_dict({
+        "cs": ["[IN:CALL [SL:NAME mom ] ko call karo ]", "[IN:CALL [SL:NAME"],
+        "parse": ["[IN:WRONG column ]", "[IN:WRONG column ]"]})})
+    english = datasets.DatasetDict({"test": datasets.Dataset.from_dict({
+        "en": ["[IN:CALL call [SL:NAME dad ] ]", "[IN:CALL", "[IN:CALL [SL:NAME ] ]", "[IN:CALL call [SL:NAME ravi ] ]"],
+        "parse": ["[IN:WRONG column ]"] * 4})})
+    monkeypatch.setattr(sys, "argv", ["/opt/bin/crop-hf", "generate-filter", "--model", "my gen"])
+    config = GenerateFilterConfig(few_shot="cs.tsv", english="en.tsv", output_dir=str(tmp_path / "a" / "b"),
+                                  few_shot_size=0, few_shot_split="dev", english_split="test", few_shot_parse_column="cs",
+                                  english_parse_column="en", top_k=1, lang="es", model="gen/model")
+    with caplog.at_level(logging.INFO, logger="crop_hf.augment.generate_filter"):
+        result = generate_and_filter(config, generator=lambda sources: [[f"{s}"] for s in sources], few_shot=few,
+                                     english=english)
+    assert result.statistics == {"few_shot": 1, "english": 2, "pairs": 1, "sources": 2, "generated": 2,
+                                 "invalid_source": 3, "nested_source": 0, "empty_utterance": 0, "invalid_tree": 0,
+                                 "in_few_shot": 0, "signature_changed": 0, "duplicate": 0, "kept": 2}
+    out = tmp_path / "a" / "b"
+    dropped = datasets.load_from_disk(str(out / "discarded"))["train"].to_list()
+    assert [(d["generation"], d["source_parse"], d["reason"], d["detail"].split(":")[:2]) for d in dropped] == [
+        ("", "[IN:CALL [SL:NAME", "invalid_source", ["dev", "1"]),
+        ("", "[IN:CALL", "invalid_source", ["test", "1"]),
+        ("", "[IN:CALL [SL:NAME ] ]", "invalid_source", ["test", "2"])]
+    assert [r.getMessage() for r in caplog.records] == [
+        *(f"skipped {d['detail']}" for d in dropped), "1 few-shot parses, 1 training pairs, 2 English sources"]
+    augmented = datasets.load_from_disk(str(out / "dataset"))["train"]
+    assert augmented[0] == {"utterance": "mom ko call karo", "tokens": ["mom", "ko", "call", "karo"], "intent": "CALL",
+                            "slot_tags": ["B-NAME", "O", "O", "O"], "parse": "[IN:CALL [SL:NAME mom ] ko call karo ]",
+                            "origin": "few_shot", "source_parse": ""}
+    assert augmented[2] == {"utterance": "call ravi", "tokens": ["call", "ravi"], "intent": "CALL",
+                            "slot_tags": ["O", "B-NAME"], "parse": "[IN:CALL call [SL:NAME ravi ] ]",
+                            "origin": "generated", "source_parse": "[IN:CALL call [SL:NAME ravi ] ]"}
+    assert (out / "statistics.json").read_text(encoding="utf-8") == json.dumps(result.statistics, indent=2)
+    card = (out / "README.md").read_text(encoding="utf-8")
+    for text in (
+            "language:\n- es\n- en\n", "source_datasets:\n- cs.tsv\n", "pretty_name: CSTOP generate-and-filter (es, en)",
+            "`gen/model` was fine-tuned to turn English parses into code-switched ones on 1 pairs (each few-shot "
+            "parse with its 1 nearest English parses of the same signature), generated with beam search from English "
+            "parses, and the generations were filtered. The dataset holds the few-shot parses and the kept "
+            "generations (`origin`).",
+            "| generator | `gen/model` |", "crop-hf generate-filter --model 'my gen'\n",
+            "- `few_shot`: code-switched parses in the few-shot set", "- `english`: usable English parses",
+            "- `pairs`: (English, code-switched) training pairs", "- `sources`: English parses generated from",
+            "- `generated`: generations", "- `kept`: generations kept",
+            "- `utterance`: the words of the parse", "- `tokens`: the words of `parse`", "- `intent`: intent name",
+            "- `slot_tags`: IOB2 slot tags", "- `parse`: the bracket parse", "- `origin`: `few_shot` or `generated`",
+            "- `source_parse`: the English parse it was generated from"):
+        assert text in card, text
+    assert "output_dir" not in card and "gen/model" in json.dumps(config.settings())
+    assert result.report() == f"{result.table()}\n\ndataset: {out / 'dataset'}\ncard: {out / 'README.md'}"
+    table = result.table().splitlines()
+    assert table[0].split() == list(result.statistics) and table[-1].split() == [
+        str(v) for v in result.statistics.values()]
+    # the same folder again (it exists now); nothing dropped: an empty discarded set, typed like a full one
+    clean = datasets.Dataset.from_dict({"cs": ["[IN:CALL [SL:NAME mom ] ko call karo ]"]})
+    generate_and_filter(config, generator=lambda sources: [[] for _ in sources], few_shot=clean,
+                        english=datasets.Dataset.from_dict({"en": ["[IN:CALL call [SL:NAME dad ] ]"]}))
+    config.english_parse_column = None
+    config.few_shot_split = config.english_split = "train"
+    generate_and_filter(config, generator=lambda sources: [[] for _ in sources], few_shot=clean,
+                        english=datasets.Dataset.from_dict({"parse": ["[IN:CALL call [SL:NAME dad ] ]"]}))
+    dropped = datasets.load_from_disk(str(out / "discarded"))["train"]
+    assert dropped.num_rows == 0 and dropped.features == datasets.Features(
+        {name: datasets.Value("string") for name in ("generation", "source_parse", "reason", "detail")})
+
+
+def test_configured_sources_are_read_when_none_are_passed_and_empty_sides_are_refused(tmp_path):
+    few = tmp_path / "few.tsv"
+    few.write_text("parse\n[IN:CALL [SL:NAME mom ] ko call karo ]\n", encoding="utf-8")
+    english = tmp_path / "en.tsv"
+    english.write_text("parse\n[IN:CALL call [SL:NAME dad ] ]\n[IN:CALL\n[IN:ALARM\n", encoding="utf-8")
+    config = GenerateFilterConfig(few_shot=str(few), english=str(english), output_dir=str(tmp_path / "o"),
+                                  few_shot_size=0)
+    result = generate_and_filter(config, generator=lambda sources: [["[IN:CALL [SL:NAME dad ] ko call karo ]"]])
+    assert result.statistics["kept"] == 1 and result.statistics["invalid_source"] == 2
+    english.write_text("parse\n[IN:CALL\n[IN:ALARM\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"^no usable parses: 1 code-switched, 0 English \(\{'invalid_source': 2\}\)$"):
+        generate_and_filter(config, generator=lambda sources: [])
+    with pytest.raises(ValueError, match=r"^no usable parses: 0 code-switched, 0 English"):
+        generate_and_filter(config, generator=lambda sources: [], few_shot=datasets.Dataset.from_dict({"parse": []}))
+
+
+def test_a_generator_must_answer_every_source(tmp_path):
+    config = GenerateFilterConfig(few_shot="-", english="-", output_dir=str(tmp_path / "out"), few_shot_size=0)
+    with pytest.raises(ValueError, match="zip"):
+        generate_and_filter(config, generator=lambda sources: [["[IN:CALL x ]"]] * (len(sources) - 1),
+                            few_shot=_rows(FEW_SHOT), english=_rows(ENGLISH))
+
+
+def test_few_shot_draw_uses_the_configured_seed(tmp_path):
+    from crop_hf.parsing.fewshot import few_shot_indices
+
+    few = [f"[IN:CALL call [SL:NAME n{i} ] ]" for i in range(30)]
+    flat = flats(*few)
+    intents, tags = [f.intent for f in flat], [f.slot_tags for f in flat]
+    seed = next(s for s in range(1, 50) if few_shot_indices(intents, tags, n=3, seed=s)
+                != few_shot_indices(intents, tags, n=3, seed=0))
+    config = GenerateFilterConfig(few_shot="-", english="-", output_dir=str(tmp_path / "o"), few_shot_size=3,
+                                  few_shot_seed=seed)
+    generate_and_filter(config, generator=lambda sources: [[] for _ in sources], few_shot=_rows(few),
+                        english=_rows(ENGLISH))
+    augmented = datasets.load_from_disk(str(tmp_path / "o" / "dataset"))["train"]
+    assert augmented["parse"] == [few[i] for i in few_shot_indices(intents, tags, n=3, seed=seed)]
+
+
+def test_without_a_generator_the_recipe_fine_tunes_generates_and_saves_when_asked(tmp_path, monkeypatch):
+    import crop_hf.augment.generate_filter as recipe
+
+    calls = {}
+
+    class Saved:
+        def __init__(self, name):
+            self.name = name
+
+        def save_pretrained(self, path):
+            calls.setdefault("saved", []).append((self.name, path))
+
+    def fake_fine_tune(pairs, config):
+        calls["pairs"] = pairs
+        calls["config"] = config
+        return Saved("model"), Saved("tokenizer")
+
+    def fake_generate(model, tokenizer, sources, **options):
+        calls["generate"] = (model.name, tokenizer.name, list(sources), options)
+        return [["[IN:CALL [SL:NAME dad ] ko call karo ]"] for _ in sources]
+
+    monkeypatch.setattr(recipe, "fine_tune", fake_fine_tune)
+    monkeypatch.setattr(recipe, "generate", fake_generate)
+    config = GenerateFilterConfig(few_shot="-", english="-", output_dir=str(tmp_path / "o"), few_shot_size=0,
+                                  num_beams=3, num_return_sequences=2, batch_size=7, max_length=33)
+    result = generate_and_filter(config, few_shot=_rows(FEW_SHOT), english=_rows(ENGLISH))
+    assert calls["config"] is config and calls["pairs"] == [
+        ("[IN:CALL call [SL:NAME dad ] ]", "[IN:CALL [SL:NAME mom ] ko call karo ]"),
+        ("[IN:CALL call [SL:NAME mom ] ]", "[IN:CALL [SL:NAME mom ] ko call karo ]"),
+        ("[IN:ALARM set alarm [SL:TIME 8 am ] ]", "[IN:ALARM alarm [SL:TIME 7 baje ] set karo ]")]
+    assert calls["generate"] == ("model", "tokenizer", ENGLISH[:3], {"num_beams": 3, "num_return_sequences": 2,
+                                                                     "batch_size": 7, "max_length": 33})
+    assert result.statistics["generated"] == 3 and "saved" not in calls
+    config.save_model = True
+    generate_and_filter(config, few_shot=_rows(FEW_SHOT), english=_rows(ENGLISH))
+    assert calls["saved"] == [("model", tmp_path / "o" / "generator"), ("tokenizer", tmp_path / "o" / "generator")]
+    calls.pop("saved")
+    generate_and_filter(config, generator=lambda sources: [[] for _ in sources], few_shot=_rows(FEW_SHOT),
+                        english=_rows(ENGLISH))
+    assert "saved" not in calls  # a given generator: no model to save
+
+
+def test_filter_rows_in_full():
+    from crop_hf.augment.generate_filter import filter_generations
+
+    sources = ["[IN:A stop [SL:X timer ] ]", "[IN:B go ]"]
+    generations = [["[IN:A roko  [SL:X timer ] ]", "[IN:A [SL:X", "[IN:A roko [SL:X timer ] ]", "[IN:A mera [SL:X t ] ]"],
+                   ["[IN:B chalo ]", "[IN:C chalo ]"]]
+    kept, dropped, counts = filter_generations(sources, generations, few_shot=["[IN:A  mera [SL:X t ] ]"])
+    assert kept == [
+        {"utterance": "roko timer", "tokens": ["roko", "timer"], "intent": "A", "slot_tags": ["O", "B-X"],
+         "parse": "[IN:A roko [SL:X timer ] ]", "origin": "generated", "source_parse": sources[0]},
+        {"utterance": "chalo", "tokens": ["chalo"], "intent": "B", "slot_tags": ["O"], "parse": "[IN:B chalo ]",
+         "origin": "generated", "source_parse": sources[1]}]
+    assert dropped == [
+        {"generation": "[IN:A [SL:X", "source_parse": sources[0], "reason": "invalid_tree",
+         "detail": dropped[0]["detail"]},
+        {"generation": "[IN:A roko [SL:X timer ] ]", "source_parse": sources[0], "reason": "duplicate", "detail": ""},
+        {"generation": "[IN:A mera [SL:X t ] ]", "source_parse": sources[0], "reason": "in_few_shot", "detail": ""},
+        {"generation": "[IN:C chalo ]", "source_parse": sources[1], "reason": "signature_changed",
+         "detail": "('C', ()) instead of ('B', ())"}]
+    assert dropped[0]["detail"] == "'[SL:X' is never closed at character 6:" and "\n" not in dropped[0]["detail"]
+    assert counts == {"invalid_tree": 1, "duplicate": 1, "in_few_shot": 1, "signature_changed": 1}
+
+
+def test_neighbour_pairs_default_to_ten_and_skip_unmatched_signatures():
+    cs = flats("[IN:A x [SL:B y ] ]", "[IN:Z nothing ]")
+    en = flats(*(f"[IN:A w{i} [SL:B y ] ]" for i in range(12)))
+    assert neighbour_pairs(cs, en) == [(0, j) for j in range(10)]  # all as near: pool order
+
+
+def test_settings_are_every_field_but_the_output_folder():
+    import dataclasses
+
+    config = GenerateFilterConfig(few_shot="a", english="b", output_dir="c")
+    assert set(config.settings()) == {f.name for f in dataclasses.fields(config)} - {"output_dir"}
+    assert config.settings()["few_shot"] == "a"

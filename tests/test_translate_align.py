@@ -256,3 +256,224 @@ def test_processes_split_shards_k_mod_n(tmp_path, monkeypatch):
     assert result.statistics["kept"] == 7
     kept = datasets.load_from_disk(str(tmp_path / "out" / "dataset"))["train"]
     assert kept["source"] == [f"train:{i}" for i in range(7)]
+
+
+class RecordingTranslator(DictTranslator):
+    """DictTranslator that keeps the keyword arguments of each call and refuses utterances containing "refuse"."""
+
+    def __init__(self, overrides=None) -> None:
+        super().__init__(overrides)
+        self.kwargs = []
+
+    def __call__(self, texts, src_lang, tgt_lang, **kwargs):
+        self.kwargs.append({"src_lang": src_lang, "tgt_lang": tgt_lang, **kwargs})
+        if any("refuse" in text for text in texts):
+            raise ValueError("cannot translate that")
+        return super().__call__(texts, src_lang, tgt_lang, **kwargs)
+
+
+def test_rows_and_drops_hold_exactly_what_the_batch_made(tmp_path, caplog):
+    import logging
+
+    translator = RecordingTranslator({"call mom": "  llama mamá  ", "call dad": "   ", "set alarm": "[ x"})
+    items = [
+        ParseInput("[IN:CREATE_CALL  call [SL:CONTACT mom ]  ]", None, "a:1", "calling"),
+        ParseInput("[IN:CREATE_CALL call [SL:CONTACT dad ] ]", None, "a:2"),
+        ParseInput("[IN:CREATE_CALL refuse [SL:CONTACT mom ] ]", None, "a:3"),
+        ParseInput("[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] ]", "play some music", "a:4"),
+        ParseInput("[IN:CREATE_ALARM set [SL:X alarm ] ]", None, "a:5"),
+        ParseInput("[IN:BROKEN", "broken", "a:6"),
+    ]
+    cfg = config(tmp_path, num_beams=3, max_new_tokens=9, src_lang="en", tgt_lang="es")
+    with caplog.at_level(logging.INFO, logger="crop_hf.augment.translate_align"):
+        kept, discarded, reasons = process_batch(items, cfg, TranslateAlignModels(
+            translator, TableAligner({"pon some música": [(0, 0)]})))
+    assert translator.kwargs[0] == {"src_lang": "en", "tgt_lang": "es", "num_return_sequences": 1, "num_beams": 3,
+                                    "max_new_tokens": 9}
+    # the batch, then (the translator refused it) each utterance alone: the parse's words unless one is given
+    assert translator.calls == ["call mom", "call dad", "play some music", "set alarm"]
+    assert kept == [{
+        "utterance": "llama mamá", "tokens": ["llama", "mamá"], "intent": "CREATE_CALL",
+        "slot_tags": ["O", "B-CONTACT"], "parse": "[IN:CREATE_CALL llama [SL:CONTACT mamá ] ]", "domain": "calling",
+        "lang": "es", "source_utterance": "call mom", "source_parse": "[IN:CREATE_CALL call [SL:CONTACT mom ] ]",
+        "source": "a:1", "projection_status": ["projected"], "method": "alignment"}]
+    assert discarded == [
+        {"source": "a:2", "source_parse": "[IN:CREATE_CALL call [SL:CONTACT dad ] ]", "source_utterance": "call dad",
+         "translation": "", "reason": "no_translation", "detail": "a:2: the translator returned nothing"},
+        {"source": "a:3", "source_parse": "[IN:CREATE_CALL refuse [SL:CONTACT mom ] ]",
+         "source_utterance": "refuse mom", "translation": "", "reason": "no_translation",
+         "detail": "a:3: the translator refused it"},
+        {"source": "a:4", "source_parse": "[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] ]",
+         "source_utterance": "play some music", "translation": "pon some música", "reason": "slots_lost",
+         "detail": "a:4: MUSIC_TYPE 'music' unaligned"},
+        {"source": "a:5", "source_parse": "[IN:CREATE_ALARM set [SL:X alarm ] ]", "source_utterance": "set alarm",
+         "translation": "[ x", "reason": "invalid_tree", "detail": "a:5: tokens ['[', 'x'] cannot be written as a parse"},
+        {"source": "a:6", "source_parse": "[IN:BROKEN", "source_utterance": "", "translation": "",
+         "reason": "invalid_source", "detail": discarded[-1]["detail"]},  # never translated
+    ]
+    assert discarded[-1]["detail"].startswith("a:6: not a bracket parse (")
+    assert reasons == {"no_translation": 2, "slots_lost": 1, "invalid_tree": 1, "invalid_source": 1}
+    assert "dropped (no_translation) a:2: the translator returned nothing" in caplog.messages
+
+
+def test_language_filter_detail_and_an_empty_batch(tmp_path):
+    class Filter:
+        def accepts(self, text, lang):
+            assert lang == "es"
+            return "english" not in text
+
+        def identify(self, text):
+            return "en"
+
+    translator = DictTranslator({"play music": "english words"})
+    items = [item("[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] ]", where="b:7"), item("[IN:CREATE_CALL call [SL:CONTACT mom ] ]")]
+    kept, discarded, _ = process_batch(items, config(tmp_path), TranslateAlignModels(translator, TableAligner()), Filter())
+    assert [row["source"] for row in kept] == ["x.tsv:1"]
+    assert (discarded[0]["reason"], discarded[0]["detail"]) == ("wrong_language", "b:7: identified as en")
+    aligner = TableAligner()
+    assert process_batch([item("[IN:BROKEN")], config(tmp_path), TranslateAlignModels(DictTranslator(), aligner))[0] == []
+    assert aligner.calls == 0  # nothing left to align: the aligner is not called
+
+
+def test_hybrid_lexical_matches_count_as_projected(tmp_path):
+    # "adele" is found in the translation as is (lexical "found"), "music" through the alignment
+    translator = DictTranslator({"play music by adele": "pon música de adele"})
+    items = [item("[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] by [SL:MUSIC_ARTIST_NAME adele ] ]")]
+    kept, discarded, _ = process_batch(items, config(tmp_path, method="hybrid"),
+                                       TranslateAlignModels(translator, TableAligner()))
+    assert not discarded and kept[0]["method"] == "hybrid"
+    assert kept[0]["projection_status"] == ["projected", "found"]
+    assert kept[0]["parse"] == "[IN:PLAY_MUSIC pon [SL:MUSIC_TYPE música ] de [SL:MUSIC_ARTIST_NAME adele ] ]"
+    # a similarity match ("adelle") is kept as projected too
+    translator = DictTranslator({"play music by adele": "pon música de adelle"})
+    kept, discarded, _ = process_batch(items, config(tmp_path, method="hybrid?fuzzy=70"), TranslateAlignModels(
+        translator, TableAligner({"pon música de adelle": [(0, 0), (1, 1)]})))
+    assert not discarded and kept[0]["projection_status"] == ["fuzzy", "fuzzy"]
+    assert kept[0]["slot_tags"] == ["O", "B-MUSIC_TYPE", "O", "B-MUSIC_ARTIST_NAME"]
+
+
+def test_config_checks_and_result_report(tmp_path):
+    from pathlib import Path
+
+    from crop_hf.augment.translate_align import STATISTICS_COLUMNS, TranslateAlignResult
+
+    with pytest.raises(ValueError, match=r"^translate-and-align projects English slots through a word alignment: "
+                                         r"method must be alignment or hybrid, got 'lexical'$"):
+        config(tmp_path, method="lexical")
+    with pytest.raises(ValueError, match=r"^shard_size must be positive, got 0$"):
+        config(tmp_path, shard_size=0)
+    assert config(tmp_path, shard_size=1).shard_size == 1
+    arguments = config(tmp_path).result_arguments()
+    assert "output_dir" not in arguments and "batch_size" not in arguments and arguments["tgt_lang"] == "es"
+    assert ("input", "kept", *TRANSLATE_ALIGN_REASONS) == STATISTICS_COLUMNS
+    result = TranslateAlignResult(Path("out"), {"input": 3, "kept": 2, "slots_lost": 1})
+    table = result.table().splitlines()
+    assert table[0].split() == list(STATISTICS_COLUMNS)
+    assert table[-1].split() == ["3", "2", "0", "0", "0", "0", "0", "1", "0"]
+    assert result.report() == (f"{result.table()}\n\ndataset: {Path('out/dataset')}\ndiscarded: "
+                               f"{Path('out/discarded')}\ncard: {Path('out/README.md')}")
+    assert TranslateAlignResult(Path("o")).statistics == {} and TranslateAlignResult(Path("o")).skipped_shards == 0
+
+
+def test_merge_writes_the_card_statistics_and_an_empty_dataset_when_nothing_is_kept(tmp_path, monkeypatch):
+    import sys
+    from pathlib import Path
+
+    path = tmp_path / "en.tsv"
+    path.write_text("call mom\t[IN:CREATE_CALL call [SL:CONTACT mom ] ]\nx\t[IN:BROKEN\n", encoding="utf-8")
+    monkeypatch.setattr(sys, "argv", ["/usr/local/bin/crop-hf", "translate-align", "--input", "en file.tsv"])
+    result = translate_align(config(tmp_path, input=str(path)), TranslateAlignModels(DictTranslator(), TableAligner()))
+    out = tmp_path / "out"
+    assert result.output_dir == Path(str(out)) and result.skipped_shards == 0
+    assert (out / "statistics.json").read_text(encoding="utf-8") == json.dumps(result.statistics, indent=2)
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert f"source_datasets:\n- {path}\n" in card and "pretty_name: CSTOP translate-and-align (es)" in card
+    assert ("English parses were translated into `es` by `facebook/m2m100_418M`, the words aligned by eflomal "
+            "(grow-diag-final-and) and the slots projected (alignment projection; a discontinuous slot becomes "
+            "separate slots of its type).") in card
+    assert "| translation | `facebook/m2m100_418M` |\n| word alignment | `eflomal` |" in card
+    assert "crop-hf translate-align --input 'en file.tsv'\n" in card
+    # in-memory parses (a Dataset as the configured input): no source in the card; nothing kept: an empty dataset
+    dataset = datasets.Dataset.from_dict({"parse": ["[IN:BROKEN"]})
+    result = translate_align(config(tmp_path, input=dataset, output_dir=str(tmp_path / "mem")),
+                             TranslateAlignModels(DictTranslator(), TableAligner()))
+    assert result.statistics["kept"] == 0
+    kept = datasets.load_from_disk(str(tmp_path / "mem" / "dataset"))["train"]
+    assert kept.num_rows == 0 and list(kept.features) == ["id", "utterance", "tokens", "intent", "slot_tags", "parse",
+                                                          "domain", "lang", "source_utterance", "source_parse",
+                                                          "source", "projection_status", "method"]
+    assert "source_datasets" not in (tmp_path / "mem" / "README.md").read_text(encoding="utf-8")
+
+
+def test_round_trip_refuses_what_does_not_read_back_identically():
+    from crop_hf.augment.translate_align import _round_trip
+    from crop_hf.labels import Span
+
+    assert _round_trip(["a", "b"], "X", [Span(1, 2, "S"), Span(0, 1, "T")]) == "[IN:X [SL:T a ] [SL:S b ] ]"
+    assert _round_trip(["a"], "IN:X", []) is None  # read back as intent "X"
+    assert _round_trip(["a b"], "X", []) is None and _round_trip(["a"], "X]", []) is None
+
+
+def test_target_tokens_follow_the_tokenization_and_the_target_language(tmp_path):
+    translator = DictTranslator({"call mom": "llama, mamá"})
+    items = [item("[IN:CREATE_CALL call [SL:CONTACT mom ] ]")]
+    kept, _, _ = process_batch(items, config(tmp_path, tokenization="whitespace", keep_incomplete=True),
+                               TranslateAlignModels(translator, TableAligner()))
+    assert kept[0]["tokens"] == ["llama,", "mamá"]
+    kept, _, _ = process_batch(items, config(tmp_path, keep_incomplete=True),
+                               TranslateAlignModels(translator, TableAligner()))
+    assert kept[0]["tokens"] == ["llama", ",", "mamá"]
+    # "auto": a language written without spaces is tokenized by character, even a Latin-script output
+    kept, _, _ = process_batch(items, config(tmp_path, tgt_lang="zh", tokenization="auto", keep_incomplete=True),
+                               TranslateAlignModels(DictTranslator({"call mom": "ab"}), TableAligner()))
+    assert kept[0]["tokens"] == ["a", "b"] and kept[0]["parse"] == "[IN:CREATE_CALL a [SL:CONTACT b ] ]"
+
+
+def test_run_reads_the_configured_columns_split_and_limit_and_shows_its_bar(tmp_path, monkeypatch, caplog):
+    import logging
+
+    from synthesis_fakes import FakeState
+
+    import crop_hf.engine.shards as shards
+
+    path = tmp_path / "en.tsv"
+    path.write_text("q\tp\tparse\ncall mom\t[IN:CREATE_CALL call [SL:CONTACT mom ] ]\t[IN:WRONG x ]\n"
+                    "play music\t[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] ]\t[IN:WRONG y ]\n"
+                    "set an alarm\t[IN:CREATE_ALARM set an alarm ]\t[IN:WRONG z ]\n", encoding="utf-8")
+    seen = []
+    real = shards.run_sharded
+
+    def recording(*args, **kwargs):
+        seen.append({k: kwargs[k] for k in ("show_progress", "description", "unit")})
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(shards, "run_sharded", recording)
+    translator = DictTranslator()
+    cfg = config(tmp_path, input=str(path), parse_column="p", utterance_column="q", max_examples=2, show_progress=True)
+    with caplog.at_level(logging.INFO, logger="crop_hf.augment.translate_align"):
+        result = translate_align(cfg, TranslateAlignModels(translator, TableAligner()))
+    assert translator.calls == ["call mom", "play music"] and result.statistics["input"] == 2
+    assert seen == [{"show_progress": True, "description": "translate-align", "unit": "parse"}]
+    assert "shard 0: 2 of 2 kept" in caplog.messages
+    # in-memory parses: their split names the rows; other inputs, another shard folder
+    dataset = datasets.DatasetDict({"dev": datasets.Dataset.from_dict({"parse": ["[IN:CREATE_CALL call [SL:CONTACT mom ] ]"]})})
+    result = translate_align(config(tmp_path, split="dev", output_dir=str(tmp_path / "mem")),
+                             TranslateAlignModels(DictTranslator(), TableAligner()), inputs=dataset)
+    kept = datasets.load_from_disk(str(tmp_path / "mem" / "dataset"))["train"]
+    assert kept["source"] == ["dev:0"] and kept["domain"] == [""]
+    items = [ParseInput("[IN:CREATE_CALL call [SL:CONTACT dad ] ]", None, "l:1")]
+    translate_align(config(tmp_path, output_dir=str(tmp_path / "mem")), TranslateAlignModels(DictTranslator(), TableAligner()),
+                    inputs=items)  # a list of ParseInput, as is
+    assert datasets.load_from_disk(str(tmp_path / "mem" / "dataset"))["train"]["source"] == ["l:1"]
+    monkeypatch.setattr(shards, "process_state", lambda: FakeState(1, 2))  # not the main process: no merge
+    other = translate_align(config(tmp_path, output_dir=str(tmp_path / "o2")),
+                            TranslateAlignModels(DictTranslator(), TableAligner()), inputs=items)
+    assert other.output_dir == tmp_path / "o2" and other.statistics == {}
+
+
+def test_every_lost_slot_is_named(tmp_path):
+    translator = DictTranslator({"play music by adele": "x y z"})
+    aligner = TableAligner({"x y z": [(0, 0)]})
+    items = [item("[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] by [SL:MUSIC_ARTIST_NAME adele ] ]", where="w:3")]
+    _, discarded, _ = process_batch(items, config(tmp_path), TranslateAlignModels(translator, aligner))
+    assert discarded[0]["detail"] == "w:3: MUSIC_TYPE 'music' unaligned, MUSIC_ARTIST_NAME 'adele' unaligned"
