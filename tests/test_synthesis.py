@@ -10,6 +10,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import datasets
 import pytest
@@ -969,3 +970,26 @@ def test_a_finished_run_reads_the_label_names_from_the_ner_models_config(raw_dir
     missing = dataclasses.replace(config, ner_model=str(tmp_path / "no-such-model"))
     with pytest.raises(UnreachableError, match=r"NER model \(ner_model\)"):
         SynthesisRunner(missing)._label_names()
+
+
+def test_a_resumed_run_reads_the_label_names_from_the_ner_models_config_at_its_revision(monkeypatch, tmp_path):
+    import transformers
+
+    from crop_hf.errors import UnreachableError
+
+    asked = []
+
+    def from_pretrained(name, **options):
+        asked.append((name, options))
+        if name == "nowhere/ner":
+            raise OSError("We couldn't connect to 'https://huggingface.co'")
+        return SimpleNamespace(id2label={0: "O", 1: "B-PER", 2: "I-PER"})
+
+    monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", from_pretrained)
+    runner = SynthesisRunner(SynthesisConfig(target_langs=["de"], output_dir=str(tmp_path), ner_model="some/ner",
+                                             ner_revision="v2"))
+    assert runner._label_names() == ["O", "B-PER", "I-PER"] and asked == [("some/ner", {"revision": "v2"})]
+    unreachable = SynthesisRunner(SynthesisConfig(target_langs=["de"], output_dir=str(tmp_path),
+                                                  ner_model="nowhere/ner"))
+    with pytest.raises(UnreachableError, match=r"^cannot load the NER model \(ner_model\) 'nowhere/ner'"):
+        unreachable._label_names()

@@ -470,3 +470,31 @@ def test_backend_device_cache_log_and_compute_type(tiny_m2m100, tmp_path, caplog
         again = CTranslate2Backend(model, tokenizer, compute_type="int8", cache_dir=tmp_path, release_model=False)
     assert caplog.messages == [f"using the CTranslate2 conversion cached at {first.path}"] and again.path == first.path
     assert model.device.type == "cpu"  # release_model=False keeps the weights
+
+
+def test_the_translator_gets_the_device_index_compute_type_and_threads_asked_for(tiny_pair, tmp_path, monkeypatch):
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    made = []
+
+    class Recording:
+        def __init__(self, path, **options):
+            made.append((path, options))
+
+    monkeypatch.setattr(ctranslate2, "Translator", Recording)
+    model, tokenizer = tiny_pair
+    model.config.pad_token_id = None  # the tokenizer's pad id stands in
+    backend = CTranslate2Backend(model, tokenizer, device="cpu", compute_type="int8", cache_dir=tmp_path,
+                                 intra_threads=3, inter_threads=2, release_model=False)
+    assert made[-1] == (str(backend.path), {"device": "cpu", "device_index": 0, "compute_type": "int8",
+                                            "intra_threads": 3, "inter_threads": 2})
+    assert backend.pad_token_id == tokenizer.pad_token_id and backend.eos_token_id == model.config.eos_token_id
+    assert backend.race_engines is False and model.device.type == "cpu"
+    with pytest.raises(ValueError, match=r"^race_engines times the Hugging Face model's generate too: it needs"):
+        CTranslate2Backend(model, tokenizer, compute_type="int8", cache_dir=tmp_path, race_engines=True,
+                           release_model=True)
+    # a GPU is named by its index; the engine is only built, so no GPU is needed to check what it is given
+    gpu = CTranslate2Backend(model, tokenizer, device="cuda:1", compute_type="int8", cache_dir=tmp_path,
+                             intra_threads=0)
+    assert made[-1][1] | {"intra_threads": None} == {"device": "cuda", "device_index": 1, "compute_type": "int8",
+                                                     "intra_threads": None, "inter_threads": 1}
+    assert gpu.race_engines is False and model.device.type == "meta"  # released: no race on a GPU
