@@ -437,7 +437,7 @@ def test_run_reads_the_configured_columns_split_and_limit_and_shows_its_bar(tmp_
     import crop_hf.engine.shards as shards
 
     path = tmp_path / "en.tsv"
-    path.write_text("q\tp\tparse\ncall mom\t[IN:CREATE_CALL call [SL:CONTACT mom ] ]\t[IN:WRONG x ]\n"
+    path.write_text("q\tp\tparse\nCall Mom\t[IN:CREATE_CALL call [SL:CONTACT mom ] ]\t[IN:WRONG x ]\n"
                     "play music\t[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] ]\t[IN:WRONG y ]\n"
                     "set an alarm\t[IN:CREATE_ALARM set an alarm ]\t[IN:WRONG z ]\n", encoding="utf-8")
     seen = []
@@ -452,7 +452,9 @@ def test_run_reads_the_configured_columns_split_and_limit_and_shows_its_bar(tmp_
     cfg = config(tmp_path, input=str(path), parse_column="p", utterance_column="q", max_examples=2, show_progress=True)
     with caplog.at_level(logging.INFO, logger="crop_hf.augment.translate_align"):
         result = translate_align(cfg, TranslateAlignModels(translator, TableAligner()))
-    assert translator.calls == ["call mom", "play music"] and result.statistics["input"] == 2
+    assert translator.calls == ["Call Mom", "play music"] and result.statistics["input"] == 2  # the q column
+    kept = datasets.load_from_disk(str(result.output_dir / "dataset"))["train"]
+    assert [parse.split()[0] for parse in kept["parse"]] == ["[IN:CREATE_CALL", "[IN:PLAY_MUSIC"]  # the p column
     assert seen == [{"show_progress": True, "description": "translate-align", "unit": "parse"}]
     assert "shard 0: 2 of 2 kept" in caplog.messages
     # in-memory parses: their split names the rows; other inputs, another shard folder
@@ -477,3 +479,16 @@ def test_every_lost_slot_is_named(tmp_path):
     items = [item("[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] by [SL:MUSIC_ARTIST_NAME adele ] ]", where="w:3")]
     _, discarded, _ = process_batch(items, config(tmp_path), TranslateAlignModels(translator, aligner))
     assert discarded[0]["detail"] == "w:3: MUSIC_TYPE 'music' unaligned, MUSIC_ARTIST_NAME 'adele' unaligned"
+
+
+def test_other_in_memory_parses_start_another_shard_folder(tmp_path):
+    # the inputs' datasets fingerprint is part of the run's: new parses are never served old shards
+    def run(parse_text):
+        rows = datasets.Dataset.from_dict({"parse": [parse_text]})
+        return translate_align(config(tmp_path), TranslateAlignModels(DictTranslator(), TableAligner()), inputs=rows)
+
+    first = run("[IN:CREATE_CALL call [SL:CONTACT mom ] ]")
+    second = run("[IN:CREATE_CALL call [SL:CONTACT dad ] ]")
+    assert second.skipped_shards == 0 and len(list((tmp_path / "out" / "shards").iterdir())) == 2
+    kept = datasets.load_from_disk(str(second.output_dir / "dataset"))["train"]
+    assert kept["source_utterance"] == ["call dad"] and first.statistics["kept"] == 1
