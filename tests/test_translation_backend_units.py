@@ -489,12 +489,23 @@ def test_the_translator_gets_the_device_index_compute_type_and_threads_asked_for
                                             "intra_threads": 3, "inter_threads": 2})
     assert backend.pad_token_id == tokenizer.pad_token_id and backend.eos_token_id == model.config.eos_token_id
     assert backend.race_engines is False and model.device.type == "cpu"
-    with pytest.raises(ValueError, match=r"^race_engines times the Hugging Face model's generate too: it needs"):
+    with pytest.raises(ValueError, match=r"^race_engines times the Hugging Face model's generate too: it needs the "
+                                         r"model's weights \(pass a loaded model and leave release_model unset\)$"):
         CTranslate2Backend(model, tokenizer, compute_type="int8", cache_dir=tmp_path, race_engines=True,
                            release_model=True)
+    model.config.pad_token_id = 7  # the model's own pad id wins over the tokenizer's
+    assert CTranslate2Backend(model, tokenizer, device="cpu", compute_type="int8", cache_dir=tmp_path,
+                              release_model=False).pad_token_id == 7
     # a GPU is named by its index; the engine is only built, so no GPU is needed to check what it is given
     gpu = CTranslate2Backend(model, tokenizer, device="cuda:1", compute_type="int8", cache_dir=tmp_path,
                              intra_threads=0)
     assert made[-1][1] | {"intra_threads": None} == {"device": "cuda", "device_index": 1, "compute_type": "int8",
                                                      "intra_threads": None, "inter_threads": 1}
     assert gpu.race_engines is False and model.device.type == "meta"  # released: no race on a GPU
+    # weights on the meta device cannot race generate: off by default even where it would be on
+    monkeypatch.setattr(backends, "cpu_gemm_library", lambda: "onednn")
+    meta = CTranslate2Backend(model, tokenizer, device="cpu", compute_type="float32", converted_model=gpu.path)
+    assert meta.race_engines is False
+    with pytest.raises(ValueError, match="race_engines times"):
+        CTranslate2Backend(model, tokenizer, device="cpu", compute_type="float32", converted_model=gpu.path,
+                           race_engines=True)
