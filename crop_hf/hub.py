@@ -20,6 +20,7 @@ folder, installed as the package ``crop_hf.model_cards``.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,10 +29,24 @@ from crop_hf.tables import format_table
 
 logger = logging.getLogger(__name__)
 
+
+def crop_hf_cache_dir() -> Path:
+    """Where crop-hf keeps what it builds (CTranslate2 conversions, the demo app's tiny models).
+
+    ``$CROP_HF_CACHE`` when set, else ``crop_hf`` under Hugging Face's cache home (``$HF_HOME``,
+    by default ``~/.cache/huggingface``), beside the models and datasets it downloads.
+    """
+    if os.environ.get("CROP_HF_CACHE"):
+        return Path(os.environ["CROP_HF_CACHE"])
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HOME) / "crop_hf"
+
 __all__ = [
     "TEMPLATES_DIR",
     "augmentation_card",
     "corpus_card",
+    "crop_hf_cache_dir",
     "model_index_results",
     "ner_model_card",
     "parser_model_card",

@@ -17,7 +17,7 @@ functions), the HTML in :mod:`crop_hf.app.render`; Gradio (``pip install 'crop-h
 imported only by :func:`build_app`.
 """
 
-from crop_hf.app.models import AppModels, default_cache_dir
+from crop_hf.app.models import AppModels
 from crop_hf.app.tabs import MAX_WORDS, InputError, parse_utterance, project_labels, translate_labeled
 from crop_hf.app.ui import SAMPLES, build_app, launch
 
@@ -27,7 +27,6 @@ __all__ = [
     "AppModels",
     "InputError",
     "build_app",
-    "default_cache_dir",
     "launch",
     "parse_utterance",
     "project_labels",

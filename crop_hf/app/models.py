@@ -18,7 +18,7 @@ from typing import Any
 
 from crop_hf.demo_models import PARALLEL_SAMPLE, SAMPLE_CORPUS
 
-__all__ = ["PARSER_INTENTS", "PARSER_SLOTS", "TINY_MODELS_VERSION", "AppModels", "default_cache_dir"]
+__all__ = ["PARSER_INTENTS", "PARSER_SLOTS", "TINY_MODELS_VERSION", "AppModels"]
 
 logger = logging.getLogger(__name__)
 
@@ -33,13 +33,6 @@ PARSER_SLOTS = ("O", "B-LOCATION", "I-LOCATION", "B-DATE_TIME", "I-DATE_TIME", "
 _CORPUS = (*SAMPLE_CORPUS, *(side for pair in PARALLEL_SAMPLE for side in pair),
            "What is the weather in Delhi tomorrow", "Remind me to call mom at 5 pm",
            "Play songs by Arijit Singh", "Delhi ka weather batao")
-
-
-def default_cache_dir() -> Path:
-    """``$CROP_HF_CACHE`` or ``$XDG_CACHE_HOME/crop-hf`` (``~/.cache/crop-hf``): where tiny models are built."""
-    if os.environ.get("CROP_HF_CACHE"):
-        return Path(os.environ["CROP_HF_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "crop-hf"
 
 
 def _tiny(kind: str, folder: Path) -> None:
@@ -80,7 +73,9 @@ class AppModels:
         given = getattr(self, f"{kind}_model")
         if given is not None:
             return given
-        folder = Path(self.cache_dir or default_cache_dir()) / f"app-tiny-models-v{TINY_MODELS_VERSION}" / kind
+        from crop_hf.hub import crop_hf_cache_dir
+
+        folder = Path(self.cache_dir or crop_hf_cache_dir()) / f"app-tiny-models-v{TINY_MODELS_VERSION}" / kind
         if not (folder / "config.json").is_file():
             partial = folder.with_name(f"{kind}.{os.getpid()}.{threading.get_ident()}.partial")
             logger.info("building the tiny %s model in %s", kind, folder)

@@ -45,8 +45,8 @@ class AppConfig:
     device: str | None = field(default=None, metadata={"help": "Device of the models (cpu, cuda:0; by default "
                                                                 "what transformers picks)."})
     cache_dir: str | None = field(default=None, metadata={
-        "help": "Where the tiny default models are built and kept (by default $CROP_HF_CACHE or "
-                "~/.cache/crop-hf)."})
+        "help": "Where the tiny default models are built and kept (by default $CROP_HF_CACHE, else "
+                "crop_hf under $HF_HOME: ~/.cache/huggingface/crop_hf)."})
     preload: bool = field(default=True, metadata={"help": "Load every model before the page opens, so the "
                                                           "first request is not the slow one."})
 

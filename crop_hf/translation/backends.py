@@ -208,12 +208,10 @@ def check_embeddings_cover_vocabulary(model: Any, tokenizer: Any) -> None:
 
 
 def default_cache_dir() -> Path:
-    """``$CROP_HF_CACHE/ctranslate2``, or ``$HF_HOME/crop_hf/ctranslate2`` (``~/.cache/huggingface/...``)."""
-    if os.environ.get("CROP_HF_CACHE"):
-        return Path(os.environ["CROP_HF_CACHE"]) / "ctranslate2"
-    from huggingface_hub import constants
+    """``$CROP_HF_CACHE/ctranslate2``, or ``$HF_HOME/crop_hf/ctranslate2`` (:func:`crop_hf.hub.crop_hf_cache_dir`)."""
+    from crop_hf.hub import crop_hf_cache_dir
 
-    return Path(constants.HF_HOME) / "crop_hf" / "ctranslate2"
+    return crop_hf_cache_dir() / "ctranslate2"
 
 
 def conversion_key(model: Any, tokenizer: Any, compute_type: str) -> str:
