@@ -94,44 +94,32 @@ class AppModels:
                 self._loaded[kind] = load(self.path(kind))
             return self._loaded[kind]
 
-    @property
-    def translator(self):
-        """The ``labeled-translation`` pipeline over ``mt_model``."""
+    def _pipeline(self, kind: str, what: str, task: str, **options: Any) -> Any:
+        """The ``task`` pipeline over ``kind``'s model, loaded once; ``what`` names the model in a load error."""
         from transformers import pipeline
 
         from crop_hf.errors import reaching
 
         def load(path: str):
-            with reaching(path, "translation model (--mt_model)"):
-                return pipeline("labeled-translation", model=path, device=self.device)
+            with reaching(path, what):
+                return pipeline(task, model=path, device=self.device, **options)
 
-        return self._get("mt", load)
+        return self._get(kind, load)
+
+    @property
+    def translator(self):
+        """The ``labeled-translation`` pipeline over ``mt_model``."""
+        return self._pipeline("mt", "translation model (--mt_model)", "labeled-translation")
 
     @property
     def tagger(self):
         """A ``token-classification`` pipeline over ``ner_model`` (first-subword aggregation, as synthesis tags)."""
-        from transformers import pipeline
-
-        from crop_hf.errors import reaching
-
-        def load(path: str):
-            with reaching(path, "NER model (--ner_model)"):
-                return pipeline("token-classification", model=path, aggregation_strategy="first", device=self.device)
-
-        return self._get("ner", load)
+        return self._pipeline("ner", "NER model (--ner_model)", "token-classification", aggregation_strategy="first")
 
     @property
     def parser(self):
         """The ``semantic-parsing`` pipeline over ``parser_model``."""
-        from transformers import pipeline
-
-        from crop_hf.errors import reaching
-
-        def load(path: str):
-            with reaching(path, "parser (--parser_model)"):
-                return pipeline("semantic-parsing", model=path, device=self.device)
-
-        return self._get("parser", load)
+        return self._pipeline("parser", "parser (--parser_model)", "semantic-parsing")
 
     def aligner(self, kind: str):
         """``"embedding"``: SimAlign over ``align_model`` (layer ``align_layer``, at most its depth); ``"eflomal"``."""
