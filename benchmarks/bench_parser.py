@@ -115,20 +115,25 @@ def run_chain(chain: list[dict]) -> list[dict]:
         start = time.process_time()
         result = train_parser(
             ParserModelArguments(model_name_or_path=run["encoder"], init_from=run["init_from"],
-                                 max_intent_depth=run["depth"]),
-            ParserDataArguments(train_sources=run["sources"], eval_split=None, dev_size=run["dev_size"]),
+                                 max_intent_depth=run["depth"], **run["model_options"]),
+            ParserDataArguments(train_sources=run["sources"], train_weights=run["weights"], eval_split=None,
+                                dev_size=run["dev_size"], **run["data_options"]),
             ParserTrainingArguments(output_dir=run["out"], learning_rate=run["lr"], max_train_steps=run["steps"],
                                     max_train_minutes=run["minutes"], eval_steps=run["eval_every"],
-                                    seed=run["seed"], show_progress=False),
+                                    seed=run["seed"], show_progress=False, **run["training_options"]),
             datasets={"hinglish_top": ds})
         cpu_seconds = time.process_time() - start
         selected = json.loads((Path(run["out"]) / "all_results.json").read_text())["dev"]["selected_step"]
-        curve = " ".join(f"{p['step']}:{100 * next(iter(p['scores']['dev'].values()))['exact_match']:.1f}"
-                         for p in result.history)
-        model = JointIntentSlotModel.from_pretrained(run["out"])
-        scores, _ = evaluate_parser(model, AutoTokenizer.from_pretrained(run["out"]), ds["validation"])
+        # the code-switched dev part (the first source's) at every learning-curve point
+        dev = [(p["step"], p["scores"]["dev"][run["sources"][0]]) for p in result.history]
+        curve = " ".join(f"{step}:{100 * scores['exact_match']:.1f}" for step, scores in dev)
+        kept = next((scores for step, scores in dev if step == selected), None)
+        scores = None
+        if not run["dev_only"]:
+            model = JointIntentSlotModel.from_pretrained(run["out"])
+            scores, _ = evaluate_parser(model, AutoTokenizer.from_pretrained(run["out"]), ds["validation"])
         finished.append({"name": run["name"], "out": run["out"], "steps": result.completed_steps, "curve": curve,
-                         "selected": selected, "cpu_seconds": cpu_seconds, "scores": scores})
+                         "selected": selected, "dev": kept, "cpu_seconds": cpu_seconds, "scores": scores})
     return finished
 
 
@@ -146,11 +151,31 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--vocab", type=int, default=4000)
+    parser.add_argument("--max_piece", type=int, default=3,
+                        help="longest vocabulary piece in characters (0: the unigram model's whole vocabulary)")
     parser.add_argument("--dropout", type=float, default=0.1, help="encoder dropout (tiny.py builds it with 0)")
     parser.add_argument("--seed", type=int, default=42, help="training seed (weights, dropout, batch order, dev split)")
+    parser.add_argument("--classifier_dropout", type=float, default=0.1, help="dropout before the parser's heads")
+    parser.add_argument("--intent_pooling", choices=["first", "mean"], default="first",
+                        help="intent classifier input: the first hidden state or the mean")
+    parser.add_argument("--batch_size", type=int, default=32, help="utterances per optimizer step")
+    parser.add_argument("--en_weight", type=float, default=0.0,
+                        help="also train the code-switched runs on the English side of the same train rows, "
+                             "at this sampling weight (0: code-switched only)")
+    parser.add_argument("--input_dropout", type=float, default=0.0,
+                        help="share of training sub-words replaced by the unknown token (0: off)")
+    parser.add_argument("--slot_substitution", type=int, default=0,
+                        help="copies of the code-switched training rows with swapped slot fillers (0: none)")
     parser.add_argument("--quick", action="store_true", help="skip the staged runs")
+    parser.add_argument("--only", nargs="+", choices=["flat", "hierarchical", "staged"],
+                        help="train only these designs")
+    parser.add_argument("--dev_only", action="store_true",
+                        help="choosing settings: score nothing but the dev split (validation is never loaded "
+                             "into a score) and print each run's dev exact match at its kept step")
     parser.add_argument("--jobs", type=int, default=3, help="chains of runs trained side by side (processes)")
     args = parser.parse_args()
+    if args.only and not args.dev_only:
+        parser.error("--only chooses settings: give it with --dev_only (the validation report needs every design)")
     logging.basicConfig(level=logging.WARNING)
 
     import torch
@@ -169,7 +194,7 @@ def main() -> None:
     train, validation = ds["train"], ds["validation"]
     lines = [" ".join(t) for t in train["tokens"]] + [" ".join(t) for t in train["en_tokens"]]
     encoder = build_tiny_bert(work / "encoder", corpus=lines, vocab_size=args.vocab, hidden_size=args.hidden,
-                              layers=args.layers)
+                              layers=args.layers, max_piece_length=args.max_piece or None)
     # ~30 passes over 2.7k utterances: the encoder needs dropout (BERT's 0.1), which the test builder leaves out.
     config = transformers.AutoConfig.from_pretrained(encoder)
     config.hidden_dropout_prob = config.attention_probs_dropout_prob = args.dropout
@@ -186,20 +211,31 @@ def main() -> None:
     results = [("majority intent + all-O slots", baseline, None)]
 
     common = {"encoder": str(encoder), "cache": str(work / "cache"), "data_dir": args.data_dir, "lr": args.lr,
-              "minutes": args.minutes, "eval_every": args.eval_every, "dev_size": args.dev_size, "seed": args.seed}
+              "minutes": args.minutes, "eval_every": args.eval_every, "dev_size": args.dev_size, "seed": args.seed,
+              "dev_only": args.dev_only, "model_options": {"classifier_dropout": args.classifier_dropout,
+                                                    "intent_pooling": args.intent_pooling},
+              "training_options": {"per_device_train_batch_size": args.batch_size,
+                                   "input_dropout": args.input_dropout}}
+    code_switched = ["hinglish_top"] + (["hinglish_top#en"] if args.en_weight else [])
+    weights = [1.0] + ([args.en_weight] if args.en_weight else [])
 
     def spec(name: str, steps: int, sources: list[str], depth: int, after: str | None = None) -> dict:
         out = str(work / name.replace(" ", "_").replace("(", "").replace(")", ""))
         return {**common, "name": name, "steps": steps, "sources": sources, "depth": depth, "out": out,
-                "init_from": after}
+                "init_from": after, "weights": weights if sources == code_switched else None,
+                "data_options": {"slot_substitution": args.slot_substitution if sources == code_switched else 0}}
 
     # Independent chains of runs, each in its own single-threaded process (on a shared machine they get
     # their share of the cores side by side); each run's CPU seconds are its own process's.
-    chains = [[spec("flat CRF (cs only)", args.steps, ["hinglish_top"], depth=1)],
-              [spec("hierarchical (cs only)", args.steps, ["hinglish_top"], depth=4)]]
-    if not args.quick:
+    designs = set(args.only or ["flat", "hierarchical"] + ([] if args.quick else ["staged"]))
+    chains = []
+    if "flat" in designs:
+        chains.append([spec("flat CRF (cs only)", args.steps, code_switched, depth=1)])
+    if "hierarchical" in designs:
+        chains.append([spec("hierarchical (cs only)", args.steps, code_switched, depth=4)])
+    if "staged" in designs:
         stage1 = spec("stage 1 (English)", args.en_steps, ["hinglish_top#en"], depth=4)
-        chains.append([stage1, spec("stage 2 (code-switched)", args.steps, ["hinglish_top"], depth=4,
+        chains.append([stage1, spec("stage 2 (code-switched)", args.steps, code_switched, depth=4,
                                     after=stage1["out"])])
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -209,9 +245,16 @@ def main() -> None:
     runs = {done["name"]: done for chain in finished for done in chain}
     for chain in finished:
         for done in chain:
+            kept = done["dev"]
             print(f"  {done['name']}: {done['steps']} steps, {done['cpu_seconds']:.0f} CPU-s; dev exact match by "
-                  f"step {done['curve']}; kept step {done['selected']}; validation exact match "
-                  f"{100 * done['scores']['exact_match']:.1f}", flush=True)
+                  f"step {done['curve']}; kept step {done['selected']}: dev exact {100 * kept['exact_match']:.1f}, "
+                  f"flat {100 * kept['flat']['exact_match']:.1f}, nested {100 * kept['nested']['exact_match']:.1f} "
+                  f"({kept['nested']['count']} rows)"
+                  + ("" if done["scores"] is None else
+                     f"; validation exact match {100 * done['scores']['exact_match']:.1f}"), flush=True)
+    if args.dev_only:
+        print(f"total wall time {time.perf_counter() - started:.0f} s")
+        return
     flat_dir, flat_scores = runs["flat CRF (cs only)"]["out"], runs["flat CRF (cs only)"]["scores"]
     results.append(("flat CRF, code-switched only", flat_scores, runs["flat CRF (cs only)"]["cpu_seconds"]))
     tree = runs["hierarchical (cs only)"]

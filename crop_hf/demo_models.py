@@ -235,13 +235,15 @@ def build_tiny_bert(
     hidden_size: int = 32,
     layers: int = 3,
     seed: int = 0,
+    max_piece_length: int | None = 3,
 ) -> Path:
     """Write a random-weight ``BertModel`` and a WordPiece ``BertTokenizer`` trained on ``corpus``.
 
-    The vocabulary is deliberately small so that most words split into several subwords: the
-    subword-to-word mapping of the aligners is exercised on every sentence. It is derived from a
-    SentencePiece unigram model (word-initial ``▁piece`` → ``piece``, others → ``##piece``; pieces
-    of up to three characters) plus every character, because ``tokenizers``' WordPiece trainer
+    By default the vocabulary is deliberately small so that most words split into several
+    subwords: the subword-to-word mapping of the aligners is exercised on every sentence. It is
+    derived from a SentencePiece unigram model (word-initial ``▁piece`` → ``piece``, others →
+    ``##piece``; pieces of up to ``max_piece_length`` characters, ``None`` for the unigram model's
+    whole vocabulary, which a model meant to learn a task wants: frequent words stay whole) plus every character, because ``tokenizers``' WordPiece trainer
     breaks ties between equally frequent pairs in hash order: two builds gave different
     vocabularies (over 100 of 300 ids differed). SentencePiece training is deterministic, so two
     builds with one seed are byte-identical.
@@ -256,7 +258,7 @@ def build_tiny_bert(
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     for piece, _ in _pieces(processor):
         word_initial = piece.startswith("\u2581")
-        if len(piece) - word_initial <= 3:  # pieces of up to 3 characters: longer words always split
+        if max_piece_length is None or len(piece) - word_initial <= max_piece_length:  # else longer words split
             tokens.append(piece[1:] if word_initial else f"##{piece}")
     characters = sorted({char for line in lines for char in line if not char.isspace()})
     tokens += [*characters, *(f"##{char}" for char in characters)]

@@ -120,3 +120,17 @@ def test_tiny_builders_are_deterministic_for_a_seed(name, tmp_path):
     assert [key for key in first if first[key] != second[key]] == []
     other_seed = _files(build(tmp_path / "c", seed=1))
     assert other_seed["model.safetensors"] != first["model.safetensors"]  # the seed decides the weights
+
+
+def test_tiny_bert_splits_words_by_default_and_keeps_frequent_words_whole_without_a_piece_limit(tmp_path):
+    from transformers import AutoTokenizer
+
+    from crop_hf.demo_models import build_tiny_bert
+
+    corpus = ["remind me about the wedding tomorrow morning"] * 50 + ["weather in paris tomorrow"] * 50
+    short = AutoTokenizer.from_pretrained(build_tiny_bert(tmp_path / "short", corpus))
+    whole = AutoTokenizer.from_pretrained(build_tiny_bert(tmp_path / "whole", corpus,
+                                                          max_piece_length=None))
+    assert max(len(piece.lstrip("#")) for piece in short.get_vocab() if piece not in short.all_special_tokens) == 3
+    assert len(short.tokenize("tomorrow")) > 1
+    assert whole.tokenize("tomorrow") == ["tomorrow"]

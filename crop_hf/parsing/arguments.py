@@ -82,6 +82,12 @@ class ParserDataArguments:
         metadata={"help": "Leave out training rows whose gold tree nests intents in slots (a 'nested' column). "
                           "Otherwise a flat parser trains on them with each top-level slot over all its words, "
                           "a hierarchical one (max_intent_depth above 1) on the whole tree."})
+    slot_substitution: int = field(
+        default=0,
+        metadata={"help": "Add N copies of each training source's rows in which each top-level slot is, with "
+                          "probability 0.5, swapped for the filler (words and nested tree) of a slot of the same "
+                          "name in another training row (seeded; the dev split is carved first and never "
+                          "substituted). 0: none."})
     max_seq_length: int = field(default=128, metadata={"help": "Sub-word limit per utterance."})
     max_train_samples: int | None = field(
         default=None, metadata={"help": "Keep only the first N rows of each training source (debugging)."})
@@ -100,6 +106,11 @@ class ParserTrainingArguments(TrainingArguments):
         default=None,
         metadata={"help": "Learning rate of the new heads and CRF (default: learning_rate); pretrained encoders "
                           "often train better with heads at 10-100x the encoder's rate."})
+    input_dropout: float = field(
+        default=0.0,
+        metadata={"help": "Share of sub-words (never special tokens) replaced by the tokenizer's unknown token in "
+                          "each training batch: the tags and intent must then come from the context, a regulariser "
+                          "for small corpora whose spellings vary (romanized Hindi). 0: off."})
 
 
 ARGUMENT_CLASSES = (ParserModelArguments, ParserDataArguments, ParserTrainingArguments)

@@ -130,6 +130,32 @@ def _optimizer(model, training_args: ParserTrainingArguments):
     ], lr=training_args.learning_rate)
 
 
+def input_dropout(tokenizer, rate: float):
+    """A batch transform that replaces each sub-word id with the unknown token's at ``rate`` (special tokens kept).
+
+    The identity for ``rate`` 0. Draws from torch's generator, which the engine seeds and checkpoints.
+    """
+    import torch
+
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"input_dropout must be at least 0 and below 1, got {rate}")
+    if not rate:
+        return lambda batch: batch
+    unknown = tokenizer.unk_token_id if tokenizer.unk_token_id is not None else tokenizer.mask_token_id
+    if unknown is None:
+        raise ValueError("input_dropout needs a tokenizer with an unknown (or mask) token")
+    special = torch.tensor(sorted(set(tokenizer.all_special_ids)))
+
+    def drop(batch):
+        ids = batch["input_ids"]
+        hit = (torch.rand(ids.shape, device=ids.device) < rate) & ~torch.isin(ids, special.to(ids.device))
+        if "attention_mask" in batch:
+            hit &= batch["attention_mask"].bool()
+        return {**batch, "input_ids": ids.masked_fill(hit, unknown)}
+
+    return drop
+
+
 def train_parser(model_args: ParserModelArguments, data_args: ParserDataArguments,
                  training_args: ParserTrainingArguments, *, datasets: Mapping[str, Any] | None = None,
                  accelerator=None) -> ParserTrainingResult:
@@ -146,6 +172,7 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
     from crop_hf.parsing.evaluate import evaluate_parser
     from crop_hf.parsing.fewshot import few_shot_indices
     from crop_hf.parsing.predict import collate
+    from crop_hf.parsing.substitution import with_substituted_slots
 
     output_dir = Path(training_args.output_dir)
     training_args.checkpoint_every()  # a malformed value fails before any loading
@@ -183,6 +210,9 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
                                           data_args.few_shot_seed)
                 rows = rows.select(picked)
                 logger.info("%s: few-shot sample of %d utterances (seed %d)", spec, len(rows), data_args.few_shot_seed)
+            if data_args.slot_substitution:
+                rows = with_substituted_slots(rows, data_args.slot_substitution, training_args.seed)
+                logger.info("%s: %d training rows with the substituted copies", spec, len(rows))
             parts.append(rows)
     tokenizer, model = _load_model(model_args, parts)
     from crop_hf.data.readers import SkippedRecords
@@ -244,7 +274,8 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
 
     logger.info("training the parser: %d utterances per epoch, %d intents, %d slot tags",
                 len(sampler), len(model.config.intent_labels), len(model.config.slot_labels))
-    run = train(TrainingTask(model, train_loader, loss=lambda model, batch: model(**batch).loss,
+    drop = input_dropout(tokenizer, training_args.input_dropout)
+    run = train(TrainingTask(model, train_loader, loss=lambda model, batch: model(**drop(batch)).loss,
                              optimizer=_optimizer(model, training_args), evaluate=learning_curve_scores),
                 training_args, accelerator)
     selected = None
