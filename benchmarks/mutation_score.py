@@ -108,6 +108,7 @@ MODULES: dict[str, Module] = {
     "data.hinglish_top": Module("crop_hf/data/hinglish_top.py"),
     "synthesis.runner": Module("crop_hf/synthesis/runner.py"),
     "synthesis.config": Module("crop_hf/synthesis/config.py"),
+    "parsing.substitution": Module("crop_hf/parsing/substitution.py"),
 }
 
 _NAME = re.compile(r"^(?P<module>.+?)\.x(?:ǁ(?P<cls>[^ǁ]+)ǁ|_)(?P<func>.+)__mutmut_(?P<n>\d+)$")

@@ -242,8 +242,8 @@ def build_tiny_bert(
     By default the vocabulary is deliberately small so that most words split into several
     subwords: the subword-to-word mapping of the aligners is exercised on every sentence. It is
     derived from a SentencePiece unigram model (word-initial ``▁piece`` → ``piece``, others →
-    ``##piece``; pieces of up to ``max_piece_length`` characters, ``None`` for the unigram model's
-    whole vocabulary, which a model meant to learn a task wants: frequent words stay whole) plus every character, because ``tokenizers``' WordPiece trainer
+    ``##piece``; pieces of up to ``max_piece_length`` characters, or all of them with ``None``, so
+    that frequent words stay whole) plus every character, because ``tokenizers``' WordPiece trainer
     breaks ties between equally frequent pairs in hash order: two builds gave different
     vocabularies (over 100 of 300 ids differed). SentencePiece training is deterministic, so two
     builds with one seed are byte-identical.

@@ -67,6 +67,46 @@ def test_fillers_come_from_other_rows_and_every_slot_is_swapped_at_probability_o
     assert len({tuple(p) for p in other_seed}) > 1
 
 
+def test_every_draw_comes_uniformly_from_the_other_rows_never_the_rows_own_slot():
+    rows = _rows([f"[IN:W weather in [SL:LOC {city} ] ]" for city in ("paris", "rome", "oslo", "lima")])
+    out = substitute_slots(rows, copies=400, probability=1.0, seed=0)
+    assert len(out) == 400 * 4  # a row never draws its own filler, so no copy comes out unchanged
+    drawn = {}
+    for row in out:
+        drawn[row["tokens"][2]] = drawn.get(row["tokens"][2], 0) + 1
+    assert set(drawn) == {"paris", "rome", "oslo", "lima"}
+    assert all(250 < count < 550 for count in drawn.values())  # 400 each if uniform over the others
+    for k, source in enumerate(("paris", "rome", "oslo", "lima")):  # the copies come row by row, in order
+        fillers = {row["tokens"][2] for row in out.select(range(k, len(out), 4))}
+        assert fillers == {"paris", "rome", "oslo", "lima"} - {source}
+
+
+def test_an_unreadable_row_or_an_identical_filler_skips_only_that_row():
+    rows = _rows(["[IN:A [SL:B x ] ]", "[IN:A [SL:B x ] ]", "[IN:A z [SL:B w ] ]"])
+    out = substitute_slots(rows, copies=30, probability=1.0, seed=0)
+    # rows 1 and 2 draw the other's identical "x" half the time (left out); row 3 always changes
+    assert out["parse"].count("[IN:A z [SL:B x ] ]") == 30
+    broken = _rows(["[IN:W in [SL:LOC paris ] ]", "[IN:W at [SL:LOC rome ] ]", "[IN:W to [SL:LOC oslo ] ]"])
+    broken = broken.map(lambda row, k: {"parse": row["parse"] if k else "[IN:W in [SL:LOC"}, with_indices=True)
+    assert sorted(substitute_slots(broken, copies=1, probability=1.0, seed=0)["parse"]) == [
+        "[IN:W at [SL:LOC oslo ] ]", "[IN:W to [SL:LOC rome ] ]"]
+
+
+def test_an_empty_result_keeps_the_column_types_and_flat_rows_take_copies():
+    empty = substitute_slots(_rows(["[IN:W in [SL:LOC paris ] ]"]), copies=3, seed=0)
+    assert len(empty) == 0
+    assert empty.features == datasets.Features({
+        "tokens": datasets.Sequence(datasets.Value("string")), "intent": datasets.Value("string"),
+        "slot_tags": datasets.Sequence(datasets.Value("string")), "parse": datasets.Value("string"),
+        "nested": datasets.Value("bool")})
+    flat = datasets.Dataset.from_dict({"tokens": [["in", "paris"], ["at", "rome"]], "intent": ["W", "W"],
+                                       "slot_tags": [["O", "B-LOC"], ["O", "B-LOC"]]})
+    both = with_substituted_slots(flat, 1, seed=1)  # only the three columns a flat corpus has
+    assert both.column_names == ["tokens", "intent", "slot_tags"]
+    assert both["tokens"] == [["in", "paris"], ["at", "rome"], ["in", "rome"], ["at", "paris"]]
+    assert with_substituted_slots(flat, 1, seed=0)["tokens"] == flat["tokens"]  # this draw swapped nothing
+
+
 def test_a_slot_name_no_other_row_has_is_left_as_it_is():
     rows = _rows(["[IN:A x [SL:ONLY y ] ]", "[IN:A z [SL:B w ] ]", "[IN:A [SL:B v ] ]"])
     out = substitute_slots(rows, copies=2, probability=1.0, seed=0)

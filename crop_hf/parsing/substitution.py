@@ -27,8 +27,8 @@ def substitute_slots(rows: Any, copies: int, *, probability: float = 0.5, seed: 
 
     In each copy, each top-level slot of a row's tree is replaced, with ``probability``, by the
     slot (words and nested tree) of that name in another row, drawn at random; a row whose copy
-    came out unchanged (no slot drawn, or only identical fillers) is left out, so at most ``copies * len(rows)`` rows come back.
-    Trees are read from the ``parse`` column, else from ``tokens``/``intent``/``slot_tags``;
+    came out unchanged (no slot drawn, or only identical fillers) is left out, so at most
+    ``copies * len(rows)`` rows come back. Trees are read from the ``parse`` column, else from ``tokens``/``intent``/``slot_tags``;
     unreadable ones are neither substituted nor used as fillers. The result has the columns
     ``tokens``, ``intent``, ``slot_tags``, ``parse`` and ``nested`` (the training reader's), and
     ``source`` (the original row's ``file:line``) where ``rows`` has it. Seeded: the same rows,
