@@ -199,6 +199,19 @@ class FakeState:
         pass
 
 
+def record_run_sharded(monkeypatch, module) -> list[dict]:
+    """Spy on ``module.run_sharded``: every call still runs, and its bar options are appended to the list returned."""
+    seen: list[dict] = []
+    real = module.run_sharded
+
+    def recording(*args, **kwargs):
+        seen.append({k: kwargs[k] for k in ("show_progress", "description", "unit")})
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "run_sharded", recording)
+    return seen
+
+
 def fake_models(delay: float = 0.0) -> SynthesisModels:
     return SynthesisModels(translator=FakeTranslator(delay), tagger=FakeTagger(), labels=CONLL_LABELS,
                            aligner=FakeAligner())

@@ -26,6 +26,7 @@ from synthesis_fakes import (
     WordByWordTranslator,
     fake_config,
     fake_models,
+    record_run_sharded,
 )
 
 from crop_hf.cli import main
@@ -907,14 +908,7 @@ def test_run_shows_its_own_bar_and_hears_the_tokenizer_warning_once(raw_dir, tmp
 
     import crop_hf.synthesis.runner as runner_module
 
-    seen = []
-    real = runner_module.run_sharded
-
-    def recording(*args, **kwargs):
-        seen.append({k: kwargs[k] for k in ("show_progress", "description", "unit")})
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(runner_module, "run_sharded", recording)
+    seen = record_run_sharded(monkeypatch, runner_module)
     models = fake_models()
     tag = models.tagger.__call__
 

@@ -432,7 +432,7 @@ def test_target_tokens_follow_the_tokenization_and_the_target_language(tmp_path)
 def test_run_reads_the_configured_columns_split_and_limit_and_shows_its_bar(tmp_path, monkeypatch, caplog):
     import logging
 
-    from synthesis_fakes import FakeState
+    from synthesis_fakes import FakeState, record_run_sharded
 
     import crop_hf.engine.shards as shards
 
@@ -440,14 +440,7 @@ def test_run_reads_the_configured_columns_split_and_limit_and_shows_its_bar(tmp_
     path.write_text("q\tp\tparse\nCall Mom\t[IN:CREATE_CALL call [SL:CONTACT mom ] ]\t[IN:WRONG x ]\n"
                     "play music\t[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] ]\t[IN:WRONG y ]\n"
                     "set an alarm\t[IN:CREATE_ALARM set an alarm ]\t[IN:WRONG z ]\n", encoding="utf-8")
-    seen = []
-    real = shards.run_sharded
-
-    def recording(*args, **kwargs):
-        seen.append({k: kwargs[k] for k in ("show_progress", "description", "unit")})
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(shards, "run_sharded", recording)
+    seen = record_run_sharded(monkeypatch, shards)
     translator = DictTranslator()
     cfg = config(tmp_path, input=str(path), parse_column="p", utterance_column="q", max_examples=2, show_progress=True)
     with caplog.at_level(logging.INFO, logger="crop_hf.augment.translate_align"):
