@@ -28,11 +28,12 @@ def substitute_slots(rows: Any, copies: int, *, probability: float = 0.5, seed: 
     In each copy, each top-level slot of a row's tree is replaced, with ``probability``, by the
     slot (words and nested tree) of that name in another row, drawn at random; a row whose copy
     came out unchanged (no slot drawn, or only identical fillers) is left out, so at most
-    ``copies * len(rows)`` rows come back. Trees are read from the ``parse`` column, else from ``tokens``/``intent``/``slot_tags``;
-    unreadable ones are neither substituted nor used as fillers. The result has the columns
-    ``tokens``, ``intent``, ``slot_tags``, ``parse`` and ``nested`` (the training reader's), and
-    ``source`` (the original row's ``file:line``) where ``rows`` has it. Seeded: the same rows,
-    ``copies``, ``probability`` and ``seed`` give the same rows back.
+    ``copies * len(rows)`` rows come back. Trees are read from the ``parse`` column, else from
+    ``tokens``/``intent``/``slot_tags``; unreadable ones are neither substituted nor used as
+    fillers. The result has the columns ``tokens``, ``intent``, ``slot_tags``, ``parse`` and
+    ``nested`` (the training reader's), and ``source`` (the original row's ``file:line``) where
+    ``rows`` has it. Seeded: the same rows, ``copies``, ``probability`` and ``seed`` give the same
+    rows back.
 
     >>> import datasets
     >>> rows = datasets.Dataset.from_dict({"parse": [
@@ -91,11 +92,9 @@ def substitute_slots(rows: Any, copies: int, *, probability: float = 0.5, seed: 
                 continue
             children = [filler(child, index) if isinstance(child, Tree) and generator.random() < probability
                         else child for child in tree.children]
-            if all(new is old for new, old in zip(children, tree.children, strict=True)):
-                continue
             copy = Tree(tree.kind, tree.name, children)
             text = copy.to_string()
-            if text == tree.to_string():  # drawn its own filler (or an identical one) everywhere
+            if text == tree.to_string():  # no slot drawn, or only fillers written as its own
                 continue
             flat, nested = flatten_top_level(copy)
             out["tokens"].append(flat.tokens)
