@@ -221,3 +221,70 @@ def test_function_words_are_trimmed_from_edges_and_a_piece_of_only_them_is_dropp
     assert only.tags == ["O", "O"] and only.statuses[0].status == "punctuation"
     with pytest.raises(ValueError, match="no function-word list for 'xx' \\(it has de, en\\)"):
         project_alignment(source, tags, target, links, function_words="xx")
+
+
+def test_postpositions_follow_a_span_that_starts_with_a_preposition():
+    # "at 6 pm": the gold Hinglish slot is "shaam 6 baje ko"; eflomal rarely links "at" to "ko"
+    source, tags = ["remind", "me", "at", "6", "pm"], ["O", "O", "B-DATE", "I-DATE", "I-DATE"]
+    target = ["shaam", "6", "baje", "Ko", "yaad", "dilao"]
+    links = [(0, 4), (0, 5), (3, 1), (4, 0), (4, 2)]
+    assert project_alignment(source, tags, target, links).tags == ["B-DATE", "I-DATE", "I-DATE", "O", "O", "O"]
+    hindi = project_alignment(source, tags, target, links, postpositions="hi")
+    assert hindi.tags == ["B-DATE", "I-DATE", "I-DATE", "I-DATE", "O", "O"]  # case-folded: "Ko"
+    assert hindi.entities[0].text == "shaam 6 baje Ko" and hindi.statuses[0].status == "projected"
+    # a span without a preposition of its own ("6 pm") does not take it
+    bare = ["O", "O", "O", "B-DATE", "I-DATE"]
+    assert project_alignment(source, bare, target, links, postpositions="hi").tags == \
+        ["B-DATE", "I-DATE", "I-DATE", "O", "O", "O"]
+    # several postpositions in a row ("ke liye"), but never a word another span holds
+    assert project_alignment(["for", "5"], ["B-DATE", "I-DATE"], ["5", "ke", "liye", "alarm"], [(1, 0)],
+                             postpositions="hi").tags == ["B-DATE", "I-DATE", "I-DATE", "O"]
+    held = project_alignment(["at", "5", "me"], ["B-DATE", "I-DATE", "B-PERSON"], ["5", "ko"], [(1, 0), (2, 1)],
+                             postpositions="hi")
+    assert held.tags == ["B-DATE", "B-PERSON"]
+    assert project_alignment(["at", "5"], ["B-DATE", "I-DATE"], ["5", "ko"], [(1, 0)], postpositions="hi",
+                             reserved=[1]).tags == ["B-DATE", "O"]  # nor a word lexical matching placed
+    # the source side's prepositions: English by default, or the words given
+    german = (["um", "5"], ["B-DATE", "I-DATE"], ["5", "baje", "ko"], [(1, 0), (1, 1)])
+    assert project_alignment(*german, postpositions="hi").tags == ["B-DATE", "I-DATE", "O"]
+    assert project_alignment(*german, postpositions="hi", prepositions={"Um"}).tags == ["B-DATE", "I-DATE", "I-DATE"]
+    # without the source words there is no preposition to see: only the trimming applies
+    assert project_alignment(None, [(0, 2, "DATE")], ["5", "ko"], [(1, 0)], postpositions="hi").tags == ["B-DATE", "O"]
+
+
+def test_postpositions_never_start_a_piece_but_a_piece_keeps_one_word():
+    # "ko Tuesday": the postposition closes the phrase before it
+    result = project_alignment(["Tuesday"], ["B-DATE"], ["kal", "ko", "Tuesday", "hai"], [(0, 1), (0, 2)],
+                               postpositions={"ko"})
+    assert result.tags == ["O", "O", "B-DATE", "O"]
+    assert project_alignment(["Tuesday"], ["B-DATE"], ["kal", "ko", "Tuesday", "hai"],
+                             [(0, 1), (0, 2)]).tags == ["O", "B-DATE", "I-DATE", "O"]
+    only = project_alignment(["me"], ["B-PERSON"], ["mujhe", "ko"], [(0, 1)], postpositions="hi")
+    assert only.tags == ["O", "B-PERSON"] and only.statuses[0].status == "projected"
+    with pytest.raises(ValueError, match="no adposition list for 'xx' \\(it has en, hi\\)"):
+        project_alignment(["a"], ["B-X"], ["b"], [(0, 0)], postpositions="xx")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_with_postpositions_each_word_is_linked_to_its_span_or_is_a_postposition(data):
+    n_source = data.draw(st.integers(1, 7))
+    n_target = data.draw(st.integers(1, 8))
+    tags = data.draw(st.lists(st.sampled_from(["O", "B-A", "I-A", "B-B"]), min_size=n_source, max_size=n_source))
+    source = data.draw(st.lists(st.sampled_from(["at", "for", "x", "y"]), min_size=n_source, max_size=n_source))
+    target = data.draw(st.lists(st.sampled_from(["ko", "ke", "w", "z", "."]), min_size=n_target, max_size=n_target))
+    links = data.draw(st.sets(st.tuples(st.integers(0, n_source - 1), st.integers(0, n_target - 1)), max_size=14))
+    result = project_alignment(source, tags, target, links, postpositions={"ko", "ke"})
+    assert is_valid(result.tags)
+    from crop_hf.labels import tags_to_spans
+
+    spans_of_source = tags_to_spans(tags)
+    for entity in result.entities:
+        span = spans_of_source[entity.source]
+        words = range(entity.token_start, entity.token_end)
+        if len(words) > 1:
+            assert target[entity.token_start] not in {"ko", "ke"}
+        for j in words:
+            linked = any(span.start <= i < span.end and jj == j for i, jj in links)
+            # a word without a link from its span is a postposition taken after a preposition
+            assert linked or (target[j] in {"ko", "ke"} and source[span.start] in {"at", "for"})

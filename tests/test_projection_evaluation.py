@@ -203,3 +203,29 @@ def test_the_command_needs_equally_long_corpora(tmp_path, monkeypatch, capsys):
                  "--target", f"europarl_ner:de?data_dir={data}", "--no_show_progress"])
     assert code == 1
     assert "has 4 rows but" in capsys.readouterr().err
+
+
+def test_each_symmetrization_is_an_eflomal_row_and_a_wrong_one_is_an_error(tmp_path, monkeypatch, capsys):
+    import datasets
+
+    from crop_hf.cli import main
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    data = tmp_path / "europarl-ner"
+    data.mkdir()
+    (data / "en-europarl.test.conll02").write_text(EN * 10, encoding="utf-8")
+    (data / "de-europarl.test.conll02").write_text(DE * 10, encoding="utf-8")
+    spec = ["--source", f"europarl_ner:en?data_dir={data}", "--target", f"europarl_ner:de?data_dir={data}",
+            "--no_show_progress", "--methods", "hybrid"]
+    out = tmp_path / "out"
+    assert main(["evaluate-projection", *spec, "--symmetrization", "grow-diag-final", "intersection",
+                 "--output_dir", str(out)]) == 0
+    payload = json.loads((out / "projection.json").read_text())
+    assert [(row["method"], row["aligner"]) for row in payload["rows"]] == [
+        ("hybrid", "eflomal (grow-diag-final)"), ("hybrid", "eflomal (intersection)")]
+    assert set(payload["aligners"]) == {"eflomal (grow-diag-final)", "eflomal (intersection)"}
+    capsys.readouterr()
+    assert main(["evaluate-projection", *spec, "--symmetrization", "grow-diag"]) == 0
+    assert "eflomal (grow-diag)" in capsys.readouterr().out
+    assert main(["evaluate-projection", *spec, "--symmetrization", "diagonal"]) == 1
+    assert "unknown symmetrization 'diagonal'" in capsys.readouterr().err

@@ -228,3 +228,23 @@ def test_the_german_rules_reach_hybrid_projection_through_a_method_spec():
     assert project_examples(german, [example()])[0].tags == ["O", "B-ORG", "O", "O"]
     assert project_examples("alignment?function_words=de&capitalized_nouns=true", [example()])[0].tags == \
         ["O", "B-ORG", "O", "O"]
+
+
+def test_the_hindi_rules_reach_hybrid_projection_through_a_method_spec():
+    # English "me" is also a Hindi word ("in"): lexical matching must not place PERSON there
+    source, tags = ["remind", "me", "at", "6"], ["O", "B-PERSON", "B-DATE", "I-DATE"]
+    target = ["mujhe", "6", "baje", "ko", "ghar", "me", "yaad", "dilao"]
+    links = [(0, 6), (0, 7), (1, 0), (3, 1), (3, 2)]
+    example = lambda: ProjectionExample(tokenize_target(target), source_tokens=source,  # noqa: E731
+                                        source_spans=tags_to_spans(tags), alignment=links)
+    plain = project_examples("hybrid", [example()])[0]
+    assert plain.tags == ["O", "B-DATE", "I-DATE", "O", "O", "B-PERSON", "O", "O"]
+    hindi = project_examples("hybrid?postpositions=hi", [example()])[0]
+    assert hindi.tags == ["B-PERSON", "B-DATE", "I-DATE", "I-DATE", "O", "O", "O", "O"]
+    assert [e.match for e in sorted(hindi.entities, key=lambda e: e.source)] == ["alignment", "alignment"]
+    # a lexical match that is not all postpositions stays lexical
+    named = project_hybrid(["call", "Ko", "Jin"], ["O", "B-NAME", "I-NAME"], ["Ko", "Jin", "ko", "call", "karo"],
+                           [(0, 3)], postpositions="hi")
+    assert named.tags == ["B-NAME", "I-NAME", "O", "O", "O"] and named.entities[0].match == "exact"
+    assert project_examples("alignment?postpositions=hi&prepositions=en", [example()])[0].tags == \
+        ["B-PERSON", "B-DATE", "I-DATE", "I-DATE", "O", "O", "O", "O"]

@@ -111,6 +111,11 @@ class TranslateAlignConfig:
     mt_revision: str | None = field(default=None, metadata={"help": "Revision of mt_model."})
     method: str = field(default="alignment", metadata={"help": "Projection method: alignment (CSTOP's split rule), "
                                                                 "hybrid (lexical first, alignment for the rest)."})
+    symmetrization: str = field(
+        default="grow-diag-final-and",
+        metadata={"help": "How eflomal's two directions are joined: grow-diag-final-and (CSTOP's), or "
+                          "grow-diag-final, which places more words and projects better onto Hinglish "
+                          "(benchmarks/bench_projection_quality.py); intersection, union, grow, grow-diag."})
     split: str = field(default="train", metadata={"help": "Split of a source spec to read."})
     parse_column: str | None = field(default=None, metadata={"help": "Column holding the English parse "
                                                                       "(default en_parse, then parse)."})
@@ -140,6 +145,11 @@ class TranslateAlignConfig:
                              f"alignment or hybrid, got {self.method!r}")
         if self.shard_size < 1:
             raise ValueError(f"shard_size must be positive, got {self.shard_size}")
+        from crop_hf.alignment.symmetrize import SYMMETRIZATION_METHODS
+
+        if self.symmetrization not in SYMMETRIZATION_METHODS:
+            raise ValueError(f"unknown symmetrization {self.symmetrization!r}; expected one of "
+                             f"{', '.join(SYMMETRIZATION_METHODS)}")
 
     def result_arguments(self) -> dict[str, Any]:
         """Every setting that changes the output (the shard fingerprint)."""
@@ -163,7 +173,7 @@ class TranslateAlignModels:
 
         translator = pipeline("labeled-translation", model=config.mt_model, revision=config.mt_revision,
                               device=device, batch_size=config.batch_size)
-        return cls(translator, EflomalAligner())
+        return cls(translator, EflomalAligner(symmetrization=config.symmetrization))
 
 
 def process_batch(
@@ -339,7 +349,7 @@ def _merge(config: TranslateAlignConfig, store) -> TranslateAlignResult:
     card = augmentation_card(
         recipe="translate-and-align",
         description=(f"English parses were translated into `{config.tgt_lang}` by `{config.mt_model}`, the words "
-                     f"aligned by eflomal (grow-diag-final-and) and the slots projected ({config.method} projection; "
+                     f"aligned by eflomal ({config.symmetrization}) and the slots projected ({config.method} projection; "
                      "a discontinuous slot becomes separate slots of its type)."),
         languages=[config.tgt_lang], models={"translation": config.mt_model, "word alignment": "eflomal"},
         counts=statistics, reasons=TRANSLATE_ALIGN_REASONS, features=FEATURES,

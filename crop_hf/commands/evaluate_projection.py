@@ -6,12 +6,16 @@
         --target "hinglish_top?data_dir=data/hinglish-top" --split validation \\
         --extra_parallel "hinglish_top?data_dir=data/hinglish-top#en" "hinglish_top?data_dir=data/hinglish-top" \\
         --extra_split train --output_dir out/projection-hinglish
+    # the Hindi postposition rule beside the defaults, over both symmetrizations
+    crop-hf evaluate-projection --source "hinglish_top?data_dir=data/hinglish-top#en" \\
+        --target "hinglish_top?data_dir=data/hinglish-top" --split validation --flat_only \\
+        --methods hybrid "hybrid?postpositions=hi" --symmetrization grow-diag-final-and grow-diag-final
 
 Sentence k of ``--target`` must be the translation of sentence k of ``--source``; both need tokens
 and gold tags (``ner_tags``, or ``slot_tags`` for semantic parses; ``#en`` after a spec reads a
 parallel corpus's ``en_*`` columns). The pairs are aligned once per aligner (eflomal with
-grow-diag-final-and; ``--aligners eflomal embedding --encoder NAME`` adds SimAlign over that
-encoder), every method of the projection registry projects the source tags onto the target's
+grow-diag-final-and; ``--symmetrization grow-diag-final-and grow-diag-final`` scores eflomal rows for
+both; ``--aligners eflomal embedding --encoder NAME`` adds SimAlign over that encoder), every method of the projection registry projects the source tags onto the target's
 tokens, and the table of P/R/F1 (all sentences and kept ones), shares kept and projected, F1 per
 type, errors and speed is printed and written to ``OUTPUT_DIR`` as ``projection.txt``,
 ``projection.md`` and ``projection.json``, with ``projection.png`` when matplotlib is installed
@@ -48,6 +52,10 @@ class EvaluateProjectionConfig:
     layer: int = field(default=8, metadata={"help": "Encoder layer of the embedding aligner."})
     device: str | None = field(default=None, metadata={"help": "Device of the embedding aligner (cpu, cuda:0; "
                                                                 "by default cuda when there is one)."})
+    symmetrization: list[str] = field(default_factory=lambda: ["grow-diag-final-and"], metadata={
+        "help": "How eflomal's two directions are joined; several give one eflomal row each, named "
+                "'eflomal (METHOD)' (grow-diag-final-and, CSTOP's, is plain 'eflomal'): grow-diag-final "
+                "projects better onto Hinglish, grow-diag-final-and onto German."})
     samplers: int = field(default=3, metadata={"help": "eflomal's independent samplers (more vary less between "
                                                         "runs; eflomal takes no seed)."})
     extra_parallel: list[str] | None = field(default=None, metadata={
@@ -123,7 +131,9 @@ def build_aligners(config: EvaluateProjectionConfig) -> dict:
     aligners = {}
     for name in config.aligners:
         if name == "eflomal":
-            aligners[name] = EflomalAligner(n_samplers=config.samplers)
+            for method in config.symmetrization:
+                named = name if method == "grow-diag-final-and" else f"{name} ({method})"
+                aligners[named] = EflomalAligner(n_samplers=config.samplers, symmetrization=method)
         elif name == "embedding":
             from crop_hf.alignment import EmbeddingAligner
 

@@ -8,6 +8,10 @@ Examples::
     # Hinglish-TOP's English side, hybrid projection, no language check (code-switched target)
     crop-hf translate-align --input "hinglish_top?data_dir=Hinglish-TOP" --tgt_lang hi --method hybrid \\
         --language_filter false --output_dir out/en-hi
+    # ... with the Hindi postposition rule and grow-diag-final links (the best measured on Hinglish-TOP)
+    crop-hf translate-align --input "hinglish_top?data_dir=Hinglish-TOP" --tgt_lang hi \\
+        --method "hybrid?postpositions=hi" --symmetrization grow-diag-final --language_filter false \\
+        --output_dir out/en-hi
 
 Several processes split the shards: ``accelerate launch -m crop_hf.cli translate-align ...``;
 a rerun with the same options resumes.

@@ -28,7 +28,15 @@ Given a labeled source sentence, a target sentence and a word alignment between 
    ``Mitgliedstaaten``. A piece keeps at least one word (``europäischen`` for ``European``);
 8. with ``function_words`` (the target language's closed-class words, or the code of a list
    crop-hf ships), those words are trimmed from both edges of every piece (``den Niederlanden``
-   → ``Niederlanden``) and a piece made only of them is dropped (``für`` for ``Structural Fund``).
+   → ``Niederlanden``) and a piece made only of them is dropped (``für`` for ``Structural Fund``);
+9. with ``postpositions`` (for a target language whose adpositions follow the noun, as Hindi's
+   do: its words, or ``"hi"`` for the romanized list crop-hf ships), a postposition closes the
+   phrase before it, so it is trimmed from the **start** of every piece (``ko Tuesday`` → ``Tuesday``;
+   a piece keeps at least one word), and a source span that **starts with a preposition**
+   (``prepositions``, English's by default) takes the postpositions right after its piece that no
+   other span holds: ``for 3 pm`` → ``3 pm ka``, ``at 6 pm`` → ``shaam 6 baje ko``, where the
+   preposition's own link is often missing. Chosen on Hinglish-TOP's train rows
+   (``benchmarks/bench_projection_quality.py``).
 
 Each source span gets a status: ``"projected"`` (one piece), ``"split"`` (several),
 ``"unaligned"`` (no links), ``"punctuation"`` (aligned only to punctuation, or only to
@@ -51,7 +59,7 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Literal
 
 from crop_hf.alignment.symmetrize import parse_pharaoh
-from crop_hf.data.readers.words import builtin_function_words
+from crop_hf.data.readers.words import adposition_set, builtin_function_words
 from crop_hf.labels import Span, TagScheme, tags_to_spans
 from crop_hf.projection.result import EntityStatus, ProjectedEntity, ProjectionResult
 from crop_hf.projection.target import TargetSentence, Tokenization, is_punctuation, tokenize_target
@@ -104,6 +112,21 @@ def _without_edge_words(run: list[int], tokens: Sequence[str], words: Collection
     return run[start:end]
 
 
+def _take_postpositions(placed: list[tuple[int, list[int]]], spans: Sequence[Span], source_tokens: Sequence[str],
+                        tokens: Sequence[str], opening: Collection[str], closing: Collection[str],
+                        reserved: Collection[int]) -> None:
+    """Rule 9: each piece of a span that starts with a preposition takes the free postpositions right after it."""
+    held = set(reserved).union(*(run for _, run in placed))
+    for k, run in placed:
+        # a piece that is one postposition (what trimming leaves of a piece of only them) takes no more
+        if source_tokens[spans[k].start].lower() not in opening or tokens[run[0]].lower() in closing:
+            continue
+        following = run[-1] + 1
+        while following < len(tokens) and following not in held and tokens[following].lower() in closing:
+            run.append(following)  # pieces are disjoint: no other piece ends right before this word
+            following += 1
+
+
 def project_alignment(
     source_tokens: Sequence[str] | None,
     source_tags: Sequence,
@@ -121,6 +144,8 @@ def project_alignment(
     one_word: bool = False,
     capitalized_nouns: bool = False,
     function_words: str | Collection[str] | None = None,
+    postpositions: str | Collection[str] | None = None,
+    prepositions: str | Collection[str] = "en",
 ) -> ProjectionResult:
     """Project source spans through a word alignment (see the module docstring for the rules).
 
@@ -143,12 +168,19 @@ def project_alignment(
         function_words: closed-class words of the target language, or the code of a list crop-hf
             ships (``"de"``, ``"en"``: :func:`~crop_hf.data.readers.builtin_function_words`):
             trimmed from both edges of each piece, and a piece of only such words is dropped (rule 8).
+        postpositions: postpositions of the target language, or the code of a list crop-hf ships
+            (``"hi"``: :func:`~crop_hf.data.readers.builtin_adpositions`): trimmed from the start of
+            each piece, and taken after a piece whose source span starts with a preposition (rule 9).
+        prepositions: the source language's prepositions for rule 9 (words, or a list code; English's
+            by default); unused without ``postpositions``.
     """
     if fill_gaps < 0:
         raise ValueError(f"fill_gaps must be >= 0, got {fill_gaps}")
     if pieces not in ("split", "largest"):
         raise ValueError(f"pieces must be 'split' or 'largest', got {pieces!r}")
     closed_class = builtin_function_words(function_words) if isinstance(function_words, str) else function_words
+    closing = adposition_set(postpositions)
+    opening = adposition_set(prepositions) if closing else frozenset()
     sentence = target if isinstance(target, TargetSentence) else tokenize_target(target, lang, tokenization)
     links = parse_pharaoh(alignment) if isinstance(alignment, str) else sorted(set(alignment))
     spans = source_spans(source_tags, scheme)
@@ -189,7 +221,7 @@ def project_alignment(
             if best is None or (link_counts[k][j], totals[k], -k) > (link_counts[best][j], totals[best], -best):
                 owner[j] = k
 
-    projected: list[ProjectedEntity] = []
+    placed: list[tuple[int, list[int]]] = []  # (source span, target words) of every piece, in order
     statuses: list[EntityStatus] = []
     for k, span in enumerate(spans):
         found = []
@@ -205,6 +237,8 @@ def project_alignment(
                     run.pop()
             if closed_class:
                 run = _without_edge_words(run, sentence.tokens, closed_class)
+            while len(run) > 1 and sentence.tokens[run[0]].lower() in closing:
+                run.pop(0)
             if run:
                 found.append(run)
         if not link_counts[k]:
@@ -220,6 +254,9 @@ def project_alignment(
             found = [[max((j for run in found for j in run), key=lambda j, k=k: (link_counts[k][j], -j))]]
         text = " ".join(source_tokens[span.start:span.end]) if source_tokens is not None else ""
         statuses.append(EntityStatus(text, span.label, status))
-        for run in found:
-            projected.append(ProjectedEntity.over(sentence, run[0], run[-1] + 1, span.label, k, "alignment"))
+        placed += [(k, run) for run in found]
+    if opening and source_tokens is not None:
+        _take_postpositions(placed, spans, source_tokens, sentence.tokens, opening, closing, reserved)
+    projected = [ProjectedEntity.over(sentence, run[0], run[-1] + 1, spans[k].label, k, "alignment")
+                 for k, run in placed]
     return ProjectionResult.build(sentence, projected, statuses, "alignment", drop_incomplete=drop_incomplete)

@@ -113,11 +113,12 @@ PROJECTION_METHODS: dict[str, ProjectionMethod] = {
         ProjectionMethod("fuzzy", _fuzzy, (*_MATCHING_OPTIONS, "threshold"), uses_alignment=False,
                          drop_incomplete=True),
         ProjectionMethod("alignment", _alignment, ("fill_gaps", "pieces", "trim_edges", "one_word", "capitalized_nouns",
-                                                       "function_words", "drop_incomplete"),
+                                                       "function_words", "postpositions", "prepositions",
+                                                       "drop_incomplete"),
                          uses_alignment=True, drop_incomplete=False),
         ProjectionMethod("hybrid", _hybrid, ("nfkc", "strip_punctuation", "fill_gaps", "pieces", "trim_edges",
-                                             "one_word", "capitalized_nouns", "function_words", "fuzzy",
-                                             "drop_incomplete"), uses_alignment=True, drop_incomplete=False),
+                                             "one_word", "capitalized_nouns", "function_words", "postpositions",
+                                             "prepositions", "fuzzy", "drop_incomplete"), uses_alignment=True, drop_incomplete=False),
     )
 }
 

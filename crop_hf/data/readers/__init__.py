@@ -32,7 +32,7 @@ from crop_hf.data.readers.conll import (
 )
 from crop_hf.data.readers.io import Errors, FormatError, SkippedRecords, Source, iter_lines, source_name
 from crop_hf.data.readers.parses import ParseRecord, infer_domain, read_semantic_parses
-from crop_hf.data.readers.words import builtin_function_words, read_function_words
+from crop_hf.data.readers.words import builtin_adpositions, builtin_function_words, read_function_words
 
 __all__ = [
     "NODALIDA_TYPE_MAP",
@@ -43,6 +43,7 @@ __all__ = [
     "SkippedRecords",
     "Source",
     "TaggedSentence",
+    "builtin_adpositions",
     "builtin_function_words",
     "infer_domain",
     "iter_lines",
