@@ -78,15 +78,21 @@ def test_unaligned_span_and_text_target_and_errors():
         project_alignment(["a"], ["O"], ["x"], [], fill_gaps=-1)
 
 
+def _draw_case(data, source_words, target_words):
+    """A random sentence pair: source words, IOB2 tags, target words and up to 16 links between them."""
+    n_source, n_target = data.draw(st.integers(1, 8)), data.draw(st.integers(1, 8))
+    tags = data.draw(st.lists(st.sampled_from(["O", "B-PER", "I-PER", "B-LOC"]), min_size=n_source, max_size=n_source))
+    source = data.draw(st.lists(st.sampled_from(source_words), min_size=n_source, max_size=n_source))
+    target = data.draw(st.lists(st.sampled_from(target_words), min_size=n_target, max_size=n_target))
+    links = data.draw(st.sets(st.tuples(st.integers(0, n_source - 1), st.integers(0, n_target - 1)), max_size=16))
+    return source, tags, target, links
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_output_is_valid_and_every_projected_word_is_aligned_to_its_span(data):
-    n_source = data.draw(st.integers(1, 8))
-    n_target = data.draw(st.integers(1, 8))
-    tags = data.draw(st.lists(st.sampled_from(["O", "B-PER", "I-PER", "B-LOC"]), min_size=n_source, max_size=n_source))
-    links = data.draw(st.sets(st.tuples(st.integers(0, n_source - 1), st.integers(0, n_target - 1)), max_size=16))
-    target = data.draw(st.lists(st.sampled_from(["w", "x", ",", "y"]), min_size=n_target, max_size=n_target))
-    result = project_alignment(["s"] * n_source, tags, target, links)
+    source, tags, target, links = _draw_case(data, ["s"], ["w", "x", ",", "y"])
+    result = project_alignment(source, tags, target, links)
     assert is_valid(result.tags)
     from crop_hf.labels import tags_to_spans
 
@@ -268,12 +274,7 @@ def test_postpositions_never_start_a_piece_but_a_piece_keeps_one_word():
 @settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_with_postpositions_each_word_is_linked_to_its_span_or_is_a_postposition(data):
-    n_source = data.draw(st.integers(1, 7))
-    n_target = data.draw(st.integers(1, 8))
-    tags = data.draw(st.lists(st.sampled_from(["O", "B-A", "I-A", "B-B"]), min_size=n_source, max_size=n_source))
-    source = data.draw(st.lists(st.sampled_from(["at", "for", "x", "y"]), min_size=n_source, max_size=n_source))
-    target = data.draw(st.lists(st.sampled_from(["ko", "ke", "w", "z", "."]), min_size=n_target, max_size=n_target))
-    links = data.draw(st.sets(st.tuples(st.integers(0, n_source - 1), st.integers(0, n_target - 1)), max_size=14))
+    source, tags, target, links = _draw_case(data, ["at", "for", "x", "y"], ["ko", "ke", "w", "z", "."])
     result = project_alignment(source, tags, target, links, postpositions={"ko", "ke"})
     assert is_valid(result.tags)
     from crop_hf.labels import tags_to_spans

@@ -155,19 +155,24 @@ DE = ("Herr\tO\nBerlusconi\tB-PER\nbesuchte\tO\ndas\tO\nEuropäische\tB-ORG\nPar
       "Die\tO\ndeutsche\tB-MISC\nAbstimmung\tO\nin\tO\nStraßburg\tB-LOC\n.\tO\n\n")
 
 
-def test_the_command_writes_its_table_json_and_plot(tmp_path, monkeypatch, capsys):
+def _europarl_folder(tmp_path, monkeypatch, english_copies: int, german_copies: int):
+    """A Europarl-NER folder of EN and DE repeated (datasets' cache in tmp_path); its source specs."""
     import datasets
-
-    from crop_hf.cli import main
 
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "cache"))
     data = tmp_path / "europarl-ner"
     data.mkdir()
-    (data / "en-europarl.test.conll02").write_text(EN * 20, encoding="utf-8")
-    (data / "de-europarl.test.conll02").write_text(DE * 20, encoding="utf-8")
+    (data / "en-europarl.test.conll02").write_text(EN * english_copies, encoding="utf-8")
+    (data / "de-europarl.test.conll02").write_text(DE * german_copies, encoding="utf-8")
+    return ["--source", f"europarl_ner:en?data_dir={data}", "--target", f"europarl_ner:de?data_dir={data}"]
+
+
+def test_the_command_writes_its_table_json_and_plot(tmp_path, monkeypatch, capsys):
+    from crop_hf.cli import main
+
+    spec = _europarl_folder(tmp_path, monkeypatch, 20, 20)
     out = tmp_path / "out"
-    code = main(["evaluate-projection", "--source", f"europarl_ner:en?data_dir={data}",
-                 "--target", f"europarl_ner:de?data_dir={data}", "--max_samples", "30", "--output_dir", str(out),
+    code = main(["evaluate-projection", *spec, "--max_samples", "30", "--output_dir", str(out),
                  "--no_show_progress"])
     assert code == 0
     printed = capsys.readouterr().out
@@ -190,33 +195,17 @@ def test_the_command_writes_its_table_json_and_plot(tmp_path, monkeypatch, capsy
 
 
 def test_the_command_needs_equally_long_corpora(tmp_path, monkeypatch, capsys):
-    import datasets
-
     from crop_hf.cli import main
 
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "cache"))
-    data = tmp_path / "europarl-ner"
-    data.mkdir()
-    (data / "en-europarl.test.conll02").write_text(EN * 2, encoding="utf-8")
-    (data / "de-europarl.test.conll02").write_text(DE, encoding="utf-8")
-    code = main(["evaluate-projection", "--source", f"europarl_ner:en?data_dir={data}",
-                 "--target", f"europarl_ner:de?data_dir={data}", "--no_show_progress"])
+    code = main(["evaluate-projection", *_europarl_folder(tmp_path, monkeypatch, 2, 1), "--no_show_progress"])
     assert code == 1
     assert "has 4 rows but" in capsys.readouterr().err
 
 
 def test_each_symmetrization_is_an_eflomal_row_and_a_wrong_one_is_an_error(tmp_path, monkeypatch, capsys):
-    import datasets
-
     from crop_hf.cli import main
 
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "cache"))
-    data = tmp_path / "europarl-ner"
-    data.mkdir()
-    (data / "en-europarl.test.conll02").write_text(EN * 10, encoding="utf-8")
-    (data / "de-europarl.test.conll02").write_text(DE * 10, encoding="utf-8")
-    spec = ["--source", f"europarl_ner:en?data_dir={data}", "--target", f"europarl_ner:de?data_dir={data}",
-            "--no_show_progress", "--methods", "hybrid"]
+    spec = [*_europarl_folder(tmp_path, monkeypatch, 10, 10), "--no_show_progress", "--methods", "hybrid"]
     out = tmp_path / "out"
     assert main(["evaluate-projection", *spec, "--symmetrization", "grow-diag-final", "intersection",
                  "--output_dir", str(out)]) == 0
