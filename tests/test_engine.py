@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -184,3 +185,13 @@ def test_every_family_keeps_its_defaults_and_parses_the_shared_options():
                 args.num_train_epochs) == expected[name], name
         assert (args.max_train_minutes, args.eval_steps, args.eval_minutes, args.lr_scheduler_type,
                 args.warmup_steps) == (5.0, 10, 2.0, "cosine", 7), name
+
+
+def test_after_step_sees_the_unwrapped_model_once_per_optimizer_step_after_the_update(tmp_path):
+    seen = []
+    run = run_toy(toy_args(tmp_path, max_train_steps=5),  # 2 micro-batches per optimizer step
+                  after_step=lambda model: seen.append((type(model), model.out.weight.detach().clone())))
+    assert len(seen) == 5 and all(kind is Toy for kind, _ in seen)
+    weights = [w for _, w in seen]
+    assert all(not torch.equal(a, b) for a, b in itertools.pairwise(weights))  # after each update
+    assert torch.equal(weights[-1], run.unwrapped().out.weight)

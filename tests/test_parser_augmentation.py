@@ -153,6 +153,30 @@ def test_training_adds_substituted_copies_of_the_training_rows_and_never_of_the_
     assert results["dev"]["rows"] == {"syn": len(dev)}  # the dev split is carved before and left as written
 
 
+def test_nested_copies_add_copies_of_the_nested_training_rows_only(tiny_bert, tmp_path):
+    from crop_hf.parsing.arguments import ParserDataArguments, ParserModelArguments, ParserTrainingArguments
+    from crop_hf.parsing.data import dev_split
+    from crop_hf.parsing.train import train_parser
+
+    train, _ = _split()
+    rows = _rows(train)
+    rows = rows.add_column("nested", [parse(tree).depth > 2 for tree in train])  # an intent in a slot
+    data = datasets.DatasetDict({"train": rows.add_column("domain", ["d"] * len(train))})
+    kept, _ = dev_split(data["train"], 0.25, seed=5)
+    nested = sum(data["train"].select(kept)["nested"])
+    assert 0 < nested < len(kept)
+    for copies, flat_source in ((3, False), (3, True)):
+        source = data.remove_columns("nested") if flat_source else data
+        out = tmp_path / f"out{copies}{flat_source}"
+        train_parser(ParserModelArguments(model_name_or_path=str(tiny_bert), max_intent_depth=3),
+                     ParserDataArguments(train_sources=["syn"], eval_split=None, dev_size=0.25, nested_copies=copies),
+                     ParserTrainingArguments(output_dir=str(out), max_train_steps=1, eval_steps=1, show_progress=False,
+                                             seed=5), datasets={"syn": source})
+        results = json.loads((out / "all_results.json").read_text())
+        # without a 'nested' column nothing is known to be nested: no copies
+        assert results["train_utterances_per_epoch"] == len(kept) + (0 if flat_source else copies * nested)
+
+
 # ---------------------------------------------------------------- input dropout
 
 

@@ -34,18 +34,19 @@ def _args(tiny_bert, out, **training):
                                     show_progress=False, **training))
 
 
-def test_resume_from_a_checkpoint_ends_exactly_where_an_uninterrupted_run_ends(tiny_bert, tmp_path):
+@pytest.mark.parametrize("ema_decay", [None, 0.7], ids=["weights", "moving_average"])
+def test_resume_from_a_checkpoint_ends_exactly_where_an_uninterrupted_run_ends(tiny_bert, tmp_path, ema_decay):
     from safetensors.torch import load_file
 
     toy = _toy()
-    full = train_parser(*_args(tiny_bert, tmp_path / "full", max_train_steps=6, checkpointing_steps="3"),
-                        datasets={"toy": toy})
+    full = train_parser(*_args(tiny_bert, tmp_path / "full", max_train_steps=6, checkpointing_steps="3",
+                               ema_decay=ema_decay), datasets={"toy": toy})
     assert (tmp_path / "full" / "step_3").is_dir() and full.completed_steps == 6
     import shutil
 
     shutil.copytree(tmp_path / "full" / "step_3", tmp_path / "resumed" / "step_3")
     resumed = train_parser(*_args(tiny_bert, tmp_path / "resumed", max_train_steps=6, checkpointing_steps="3",
-                                  resume_from_checkpoint="latest"), datasets={"toy": toy})
+                                  resume_from_checkpoint="latest", ema_decay=ema_decay), datasets={"toy": toy})
     assert resumed.step_losses == pytest.approx(full.step_losses[3:], abs=1e-6)
     a = load_file(tmp_path / "full" / "model.safetensors")
     b = load_file(tmp_path / "resumed" / "model.safetensors")
@@ -196,3 +197,40 @@ def test_learning_curve_and_time_budget_reach_the_parser(tiny_bert, tmp_path):
     stopped = train_parser(*_args(tiny_bert, tmp_path / "budget", max_train_steps=50, max_train_minutes=1e-9),
                            datasets={"toy": _toy()})
     assert stopped.completed_steps == 1 and [point["step"] for point in stopped.history] == [1]
+
+
+def test_the_moving_average_of_the_weights_is_what_is_scored_selected_and_saved(tiny_bert, tmp_path):
+    from safetensors.torch import load_file
+
+    from crop_hf.parsing.train import weight_average
+
+    layer = torch.nn.Linear(2, 1, bias=False)
+    average = weight_average(layer, 0.75)
+    for value in (4.0, 8.0):
+        layer.weight.data.fill_(value)
+        average.update_parameters(layer)
+    assert torch.allclose(average.module.weight, torch.full((1, 2), 0.75 * 4.0 + 0.25 * 8.0))  # the first copies
+    assert weight_average(layer, None) is None
+    for decay in (0.0, 1.0, 1.5):
+        with pytest.raises(ValueError, match="ema_decay must be above 0 and below 1"):
+            weight_average(layer, decay)
+
+    def saved(name, **training):
+        model_args, data_args, training_args = _args(tiny_bert, tmp_path / name, max_train_steps=6, **training)
+        data_args.dev_size = 0.25 if training.get("eval_steps") else None
+        result = train_parser(model_args, data_args, training_args, datasets={"toy": _toy()})
+        weights = load_file(tmp_path / name / "model.safetensors")
+        return weights, json.loads((tmp_path / name / "all_results.json").read_text()), result
+
+    def same(a, b):
+        return all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+    for curve in ({}, {"eval_steps": 2}):  # the last step's weights, or the dev split's best point
+        plain, plain_results, _ = saved(f"plain{len(curve)}", **curve)
+        # a decay near 0 averages nothing: the same run, the same selected step, the same weights
+        instant, instant_results, _ = saved(f"instant{len(curve)}", ema_decay=1e-9, **curve)
+        assert same(plain, instant) and instant_results.get("dev") == plain_results.get("dev")
+        averaged, _, result = saved(f"averaged{len(curve)}", ema_decay=0.9, **curve)
+        assert not same(plain, averaged)
+        if curve:  # the curve scored the averaged weights: its points differ from the plain run's
+            assert [p["scores"] for p in result.history] != [p["scores"] for p in plain_results["history"]]

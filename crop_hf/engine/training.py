@@ -25,6 +25,7 @@ A task's interface, in short::
                  optimizer=None,                # default: AdamW without decay on biases/norms
                  loader_for_epoch=None,         # epoch -> a fresh DataLoader (or None: keep the last)
                  evaluate=None,                 # model -> JSON-able scores, for the learning curve
+                 after_step=None,               # model -> None, after each optimizer step (weight averaging)
                  tokens=None)                   # batch -> tokens trained on, for tokens/s
 
 The loader's sampler is told the epoch before each epoch (``use_epoch`` when it has one, else
@@ -72,6 +73,9 @@ class TrainingTask:
     #: ``evaluate(model)``: scores of the unwrapped model at a learning-curve point (JSON-able, or
     #: ``None``); called on every process, so that an evaluation may gather across them
     evaluate: Callable[[Any], Any] | None = None
+    #: ``after_step(model)``: called with the unwrapped model after each optimizer step (not after the
+    #: micro-batches of gradient accumulation), e.g. to update an average of the weights
+    after_step: Callable[[Any], None] | None = None
     #: ``tokens(batch)``: how many tokens a batch trains on (for the ``<tokens_name>_per_second`` rate)
     tokens: Callable[[Mapping[str, Any]], int] | None = None
     tokens_name: str = "tokens"
@@ -326,6 +330,8 @@ def train(task: TrainingTask, args: TrainingArguments, accelerator: Any) -> Trai
             if not accelerator.sync_gradients:
                 continue
             run.completed_steps += 1
+            if task.after_step is not None:
+                task.after_step(accelerator.unwrap_model(model))
             run.step_losses.append(accelerator.gather(torch.stack(pending).mean()).mean().item())
             pending = []
             progress.update(1)

@@ -88,6 +88,11 @@ class ParserDataArguments:
                           "probability 0.5, swapped for the filler (words and nested tree) of a slot of the same "
                           "name in another training row (seeded; the dev split is carved first and never "
                           "substituted). 0: none."})
+    nested_copies: int = field(
+        default=0,
+        metadata={"help": "Add N more copies of each training row whose tree nests an intent in a slot (a 'nested' "
+                          "column), before slot substitution: nested trees are rare (14% of Hinglish-TOP) and the "
+                          "hierarchical decoder learns them from few rows. 0: none."})
     max_seq_length: int = field(default=128, metadata={"help": "Sub-word limit per utterance."})
     max_train_samples: int | None = field(
         default=None, metadata={"help": "Keep only the first N rows of each training source (debugging)."})
@@ -111,6 +116,12 @@ class ParserTrainingArguments(TrainingArguments):
         metadata={"help": "Share of sub-words (never special tokens) replaced by the tokenizer's unknown token in "
                           "each training batch: the tags and intent must then come from the context, a regulariser "
                           "for small corpora whose spellings vary (romanized Hindi). 0: off."})
+    ema_decay: float | None = field(
+        default=None,
+        metadata={"help": "Keep an exponential moving average of the weights, updated after every optimizer step "
+                          "with this decay (0.998: about the last 500 steps), and score and save the averaged "
+                          "weights (the dev split then selects among them): steadier than the last step's weights "
+                          "on a small corpus. None: off."})
 
 
 ARGUMENT_CLASSES = (ParserModelArguments, ParserDataArguments, ParserTrainingArguments)

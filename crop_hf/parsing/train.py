@@ -19,6 +19,10 @@
   each training source (or ``dev_split`` names one); the learning curve (``eval_steps``) scores it
   and the best point's model is saved. ``eval_split``/``test_split`` are only reported, never
   selected on.
+* **regularisers for small corpora**: ``slot_substitution`` (copies of the training trees with
+  same-name slot fillers swapped in), ``nested_copies`` (more copies of the rows with nested trees),
+  ``input_dropout`` (sub-words replaced by the unknown token) and ``ema_decay`` (a moving average of
+  the weights, :func:`weight_average`, is what is scored and saved).
 * **checkpoints** every N steps or epoch (``accelerator.save_state``) and exact resume; the model,
   tokenizer, ``all_results.json`` and a model card in ``output_dir``; ``push_to_hub``.
 """
@@ -156,6 +160,27 @@ def input_dropout(tokenizer, rate: float):
     return drop
 
 
+def weight_average(model, decay: float | None, accelerator=None):
+    """An exponential moving average of ``model``'s weights (torch's ``AveragedModel``); ``None`` without a decay.
+
+    ``average.update_parameters(model)`` after each optimizer step folds the step's weights in (the
+    first call copies them); ``average.module`` is the averaged model. With an ``accelerator`` it
+    lives on its device and is registered for checkpointing, so a resumed run continues the same
+    average. It holds a second copy of the weights.
+    """
+    if decay is None:
+        return None
+    if not 0 < decay < 1:
+        raise ValueError(f"ema_decay must be above 0 and below 1, got {decay}")
+    from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+
+    average = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True)
+    if accelerator is not None:
+        average.to(accelerator.device)
+        accelerator.register_for_checkpointing(average)
+    return average
+
+
 def train_parser(model_args: ParserModelArguments, data_args: ParserDataArguments,
                  training_args: ParserTrainingArguments, *, datasets: Mapping[str, Any] | None = None,
                  accelerator=None) -> ParserTrainingResult:
@@ -166,6 +191,7 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
     (``README.md``) and ``step_N``/``epoch_N`` checkpoints to ``output_dir``.
     """
     import torch
+    from datasets import concatenate_datasets
 
     from crop_hf.data.sources import mix_weights, weighted_mix_loader
     from crop_hf.metrics.parsing import format_parse_table
@@ -210,6 +236,10 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
                                           data_args.few_shot_seed)
                 rows = rows.select(picked)
                 logger.info("%s: few-shot sample of %d utterances (seed %d)", spec, len(rows), data_args.few_shot_seed)
+            if data_args.nested_copies and "nested" in rows.column_names:
+                nested = rows.filter(lambda row: row["nested"], desc="copying nested trees")
+                rows = concatenate_datasets([rows, *[nested] * data_args.nested_copies])
+                logger.info("%s: %d nested rows copied %d more times", spec, len(nested), data_args.nested_copies)
             if data_args.slot_substitution:
                 rows = with_substituted_slots(rows, data_args.slot_substitution, training_args.seed)
                 logger.info("%s: %d training rows with the substituted copies", spec, len(rows))
@@ -246,6 +276,7 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
                                               max_length=data_args.max_seq_length)
         return scores
 
+    ema = weight_average(model, training_args.ema_decay, accelerator)
     best: dict[str, Any] = {}  # the best dev point so far: its exact match, its weights (on the CPU), its number
     curve_points: list[Any] = []
 
@@ -258,6 +289,8 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
         split = data_args.eval_split or data_args.test_split
         if not (dev_parts or split) or not accelerator.is_main_process:
             return None
+        if ema is not None:  # the averaged weights are the ones scored, selected and saved
+            current = ema.module
         was_training = current.training
         current.eval()
         with torch.no_grad():
@@ -276,13 +309,16 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
                 len(sampler), len(model.config.intent_labels), len(model.config.slot_labels))
     drop = input_dropout(tokenizer, training_args.input_dropout)
     run = train(TrainingTask(model, train_loader, loss=lambda model, batch: model(**drop(batch)).loss,
-                             optimizer=_optimizer(model, training_args), evaluate=learning_curve_scores),
+                             optimizer=_optimizer(model, training_args), evaluate=learning_curve_scores,
+                             after_step=None if ema is None else ema.update_parameters),
                 training_args, accelerator)
     selected = None
     if best and accelerator.is_main_process:
         selected = run.history[best["at"] - 1]["step"] if len(run.history) >= best["at"] else None
         run.unwrapped().load_state_dict(best["state"])
         logger.info("saving the model of step %s, the best dev exact match (%.1f)", selected, 100 * best["exact_match"])
+    elif ema is not None:
+        run.unwrapped().load_state_dict(ema.module.state_dict())
     model = run.save_model(tokenizer)
 
     scores: dict[str, dict[str, Any]] = {}
