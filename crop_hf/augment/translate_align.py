@@ -154,6 +154,8 @@ class TranslateAlignConfig:
     def result_arguments(self) -> dict[str, Any]:
         """Every setting that changes the output (the shard fingerprint)."""
         skip = {"output_dir", "device", "show_progress", "batch_size"}
+        if self.symmetrization == "grow-diag-final-and":  # added later: runs written before it keep their name
+            skip.add("symmetrization")
         return {name: value for name, value in asdict(self).items() if name not in skip}
 
 
