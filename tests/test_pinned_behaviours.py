@@ -90,7 +90,10 @@ def _field_names(config_class) -> set[str]:
 
 @pytest.mark.parametrize(("config", "excluded"), [
     (fake_config("raw/{lang}.txt", "out"), SYNTHESIS_NOT_FINGERPRINTED),
-    (TranslateAlignConfig(input="en.tsv", output_dir="out", tgt_lang="es"), TRANSLATE_ALIGN_NOT_FINGERPRINTED),
+    # symmetrization enters the fingerprint unless it is CSTOP's (runs written before it existed keep their
+    # name; tests/test_translate_align.py checks both), so the field is checked with another value
+    (TranslateAlignConfig(input="en.tsv", output_dir="out", tgt_lang="es", symmetrization="grow-diag-final"),
+     TRANSLATE_ALIGN_NOT_FINGERPRINTED),
 ], ids=["synthesis", "translate_align"])
 def test_every_config_field_is_fingerprinted_or_excluded_with_a_reason(config, excluded):
     fingerprinted = set(config.result_arguments())
