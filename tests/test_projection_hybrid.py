@@ -226,6 +226,9 @@ def test_the_german_rules_reach_hybrid_projection_through_a_method_spec():
     assert project_examples("hybrid", [example()])[0].tags == ["O", "B-ORG", "I-ORG", "O"]
     german = "hybrid?capitalized_nouns=true&function_words=de"
     assert project_examples(german, [example()])[0].tags == ["O", "B-ORG", "O", "O"]
+    # each rule alone reaches the alignment pass ("sind" is lowercase and a function word)
+    assert project_examples("hybrid?capitalized_nouns=true", [example()])[0].tags == ["O", "B-ORG", "O", "O"]
+    assert project_examples("hybrid?function_words=de", [example()])[0].tags == ["O", "B-ORG", "O", "O"]
     assert project_examples("alignment?function_words=de&capitalized_nouns=true", [example()])[0].tags == \
         ["O", "B-ORG", "O", "O"]
 
@@ -246,5 +249,13 @@ def test_the_hindi_rules_reach_hybrid_projection_through_a_method_spec():
     named = project_hybrid(["call", "Ko", "Jin"], ["O", "B-NAME", "I-NAME"], ["Ko", "Jin", "ko", "call", "karo"],
                            [(0, 3)], postpositions="hi")
     assert named.tags == ["B-NAME", "I-NAME", "O", "O", "O"] and named.entities[0].match == "exact"
+    # a postposition lexical matching refused stays free: the slot before it may take it
+    freed = project_hybrid(["at", "6", "me"], ["B-DATE", "I-DATE", "B-PERSON"], ["6", "baje", "me", "mujhe", "yaad"],
+                           [(1, 0), (1, 1), (2, 3)], postpositions="hi")
+    assert freed.tags == ["B-DATE", "I-DATE", "I-DATE", "B-PERSON", "O"]
+    # the source side's prepositions reach the alignment pass
+    german = (["um", "6"], ["B-DATE", "I-DATE"], ["6", "baje", "ko"], [(1, 0), (1, 1)])
+    assert project_hybrid(*german, postpositions="hi").tags == ["B-DATE", "I-DATE", "O"]
+    assert project_hybrid(*german, postpositions="hi", prepositions=["um"]).tags == ["B-DATE", "I-DATE", "I-DATE"]
     assert project_examples("alignment?postpositions=hi&prepositions=en", [example()])[0].tags == \
         ["B-PERSON", "B-DATE", "I-DATE", "I-DATE", "O", "O", "O", "O"]

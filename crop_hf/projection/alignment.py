@@ -180,7 +180,6 @@ def project_alignment(
         raise ValueError(f"pieces must be 'split' or 'largest', got {pieces!r}")
     closed_class = builtin_function_words(function_words) if isinstance(function_words, str) else function_words
     closing = adposition_set(postpositions)
-    opening = adposition_set(prepositions) if closing else frozenset()
     sentence = target if isinstance(target, TargetSentence) else tokenize_target(target, lang, tokenization)
     links = parse_pharaoh(alignment) if isinstance(alignment, str) else sorted(set(alignment))
     spans = source_spans(source_tags, scheme)
@@ -255,8 +254,9 @@ def project_alignment(
         text = " ".join(source_tokens[span.start:span.end]) if source_tokens is not None else ""
         statuses.append(EntityStatus(text, span.label, status))
         placed += [(k, run) for run in found]
-    if opening and source_tokens is not None:
-        _take_postpositions(placed, spans, source_tokens, sentence.tokens, opening, closing, reserved)
+    if closing and source_tokens is not None:
+        _take_postpositions(placed, spans, source_tokens, sentence.tokens, adposition_set(prepositions), closing,
+                            reserved)
     projected = [ProjectedEntity.over(sentence, run[0], run[-1] + 1, spans[k].label, k, "alignment")
                  for k, run in placed]
     return ProjectionResult.build(sentence, projected, statuses, "alignment", drop_incomplete=drop_incomplete)
