@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from crop_hf.alignment.symmetrize import (
-    SYMMETRIZATION_METHODS,
     Alignment,
     SymmetrizationMethod,
+    check_symmetrization,
     parse_pharaoh,
     symmetrize,
 )
@@ -71,9 +71,7 @@ class EflomalAligner:
     ) -> None:
         if model not in {1, 2, 3}:
             raise ValueError(f"eflomal model must be 1 (IBM1), 2 (HMM) or 3 (HMM + fertility), got {model}")
-        if symmetrization not in SYMMETRIZATION_METHODS:
-            raise ValueError(f"unknown symmetrization {symmetrization!r}; expected one of "
-                             f"{', '.join(SYMMETRIZATION_METHODS)}")
+        check_symmetrization(symmetrization)
         self.symmetrization = symmetrization
         self.options = {
             "model": model,

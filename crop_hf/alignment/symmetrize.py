@@ -37,9 +37,11 @@ from collections.abc import Iterable
 from typing import Literal
 
 __all__ = [
+    "DEFAULT_SYMMETRIZATION",
     "SYMMETRIZATION_METHODS",
     "Alignment",
     "SymmetrizationMethod",
+    "check_symmetrization",
     "parse_pharaoh",
     "symmetrize",
     "to_pharaoh",
@@ -54,6 +56,14 @@ SymmetrizationMethod = Literal[
 SYMMETRIZATION_METHODS: tuple[str, ...] = (
     "intersection", "union", "grow", "grow-diag", "grow-diag-final", "grow-diag-final-and"
 )
+#: CSTOP's symmetrization of fast_align's two directions, crop-hf's default everywhere.
+DEFAULT_SYMMETRIZATION = "grow-diag-final-and"
+
+
+def check_symmetrization(method: str) -> None:
+    """``ValueError`` naming the known methods unless ``method`` is one of :data:`SYMMETRIZATION_METHODS`."""
+    if method not in SYMMETRIZATION_METHODS:
+        raise ValueError(f"unknown symmetrization {method!r}; expected one of {', '.join(SYMMETRIZATION_METHODS)}")
 
 _NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1))
 _DIAGONALS = ((-1, -1), (-1, 1), (1, -1), (1, 1))
@@ -92,13 +102,12 @@ def symmetrize(
 
     See the module docstring for the heuristics and the visiting order.
     """
+    check_symmetrization(method)
     forward, reverse = set(forward), set(reverse)
     if method == "intersection":
         return sorted(forward & reverse)
     if method == "union":
         return sorted(forward | reverse)
-    if method not in SYMMETRIZATION_METHODS:
-        raise ValueError(f"unknown symmetrization {method!r}; expected one of {', '.join(SYMMETRIZATION_METHODS)}")
 
     alignment = forward & reverse
     union = forward | reverse

@@ -35,6 +35,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
+from crop_hf.alignment.symmetrize import DEFAULT_SYMMETRIZATION, check_symmetrization
 from crop_hf.augment.inputs import BadParse, ParseInput, iter_parse_inputs, read_parse
 from crop_hf.engine.shards import row_descriptions, row_features
 from crop_hf.labels import Span, spans_to_tags, tags_to_spans
@@ -112,7 +113,7 @@ class TranslateAlignConfig:
     method: str = field(default="alignment", metadata={"help": "Projection method: alignment (CSTOP's split rule), "
                                                                 "hybrid (lexical first, alignment for the rest)."})
     symmetrization: str = field(
-        default="grow-diag-final-and",
+        default=DEFAULT_SYMMETRIZATION,
         metadata={"help": "How eflomal's two directions are joined: grow-diag-final-and (CSTOP's), or "
                           "grow-diag-final, which places more words and projects better onto Hinglish "
                           "(benchmarks/bench_projection_quality.py); intersection, union, grow, grow-diag."})
@@ -145,16 +146,12 @@ class TranslateAlignConfig:
                              f"alignment or hybrid, got {self.method!r}")
         if self.shard_size < 1:
             raise ValueError(f"shard_size must be positive, got {self.shard_size}")
-        from crop_hf.alignment.symmetrize import SYMMETRIZATION_METHODS
-
-        if self.symmetrization not in SYMMETRIZATION_METHODS:
-            raise ValueError(f"unknown symmetrization {self.symmetrization!r}; expected one of "
-                             f"{', '.join(SYMMETRIZATION_METHODS)}")
+        check_symmetrization(self.symmetrization)
 
     def result_arguments(self) -> dict[str, Any]:
         """Every setting that changes the output (the shard fingerprint)."""
         skip = {"output_dir", "device", "show_progress", "batch_size"}
-        if self.symmetrization == "grow-diag-final-and":  # added later: runs written before it keep their name
+        if self.symmetrization == DEFAULT_SYMMETRIZATION:  # added later: runs written before it keep their name
             skip.add("symmetrization")
         return {name: value for name, value in asdict(self).items() if name not in skip}
 

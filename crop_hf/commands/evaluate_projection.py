@@ -15,8 +15,8 @@ Sentence k of ``--target`` must be the translation of sentence k of ``--source``
 and gold tags (``ner_tags``, or ``slot_tags`` for semantic parses; ``#en`` after a spec reads a
 parallel corpus's ``en_*`` columns). The pairs are aligned once per aligner (eflomal with
 grow-diag-final-and; ``--symmetrization grow-diag-final-and grow-diag-final`` scores eflomal rows for
-both; ``--aligners eflomal embedding --encoder NAME`` adds SimAlign over that encoder), every method of the projection registry projects the source tags onto the target's
-tokens, and the table of P/R/F1 (all sentences and kept ones), shares kept and projected, F1 per
+both; ``--aligners eflomal embedding --encoder NAME`` adds SimAlign over that encoder), every
+method of the projection registry projects the source tags onto the target's tokens, and the table of P/R/F1 (all sentences and kept ones), shares kept and projected, F1 per
 type, errors and speed is printed and written to ``OUTPUT_DIR`` as ``projection.txt``,
 ``projection.md`` and ``projection.json``, with ``projection.png`` when matplotlib is installed
 (``pip install 'crop-hf[report]'``). Lexical and fuzzy methods look for each source entity's own
@@ -127,12 +127,13 @@ def read_parallel(items: list[str], split: str) -> tuple[list[list[str]], list[l
 
 def build_aligners(config: EvaluateProjectionConfig) -> dict:
     from crop_hf.alignment import EflomalAligner
+    from crop_hf.alignment.symmetrize import DEFAULT_SYMMETRIZATION
 
     aligners = {}
     for name in config.aligners:
         if name == "eflomal":
             for method in config.symmetrization:
-                named = name if method == "grow-diag-final-and" else f"{name} ({method})"
+                named = name if method == DEFAULT_SYMMETRIZATION else f"{name} ({method})"
                 aligners[named] = EflomalAligner(n_samplers=config.samplers, symmetrization=method)
         elif name == "embedding":
             from crop_hf.alignment import EmbeddingAligner

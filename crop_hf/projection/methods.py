@@ -118,7 +118,8 @@ PROJECTION_METHODS: dict[str, ProjectionMethod] = {
                          uses_alignment=True, drop_incomplete=False),
         ProjectionMethod("hybrid", _hybrid, ("nfkc", "strip_punctuation", "fill_gaps", "pieces", "trim_edges",
                                              "one_word", "capitalized_nouns", "function_words", "postpositions",
-                                             "prepositions", "fuzzy", "drop_incomplete"), uses_alignment=True, drop_incomplete=False),
+                                             "prepositions", "fuzzy", "drop_incomplete"),
+                         uses_alignment=True, drop_incomplete=False),
     )
 }
 
