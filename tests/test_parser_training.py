@@ -34,23 +34,50 @@ def _args(tiny_bert, out, **training):
                                     show_progress=False, **training))
 
 
-@pytest.mark.parametrize("ema_decay", [None, 0.7], ids=["weights", "moving_average"])
-def test_resume_from_a_checkpoint_ends_exactly_where_an_uninterrupted_run_ends(tiny_bert, tmp_path, ema_decay):
+@pytest.mark.parametrize("options", [{}, {"ema_decay": 0.7}, {"group_by_length": True}],
+                         ids=["weights", "moving_average", "grouped_by_length"])
+def test_resume_from_a_checkpoint_ends_exactly_where_an_uninterrupted_run_ends(tiny_bert, tmp_path, options):
     from safetensors.torch import load_file
 
     toy = _toy()
     full = train_parser(*_args(tiny_bert, tmp_path / "full", max_train_steps=6, checkpointing_steps="3",
-                               ema_decay=ema_decay), datasets={"toy": toy})
+                               **options), datasets={"toy": toy})
     assert (tmp_path / "full" / "step_3").is_dir() and full.completed_steps == 6
     import shutil
 
     shutil.copytree(tmp_path / "full" / "step_3", tmp_path / "resumed" / "step_3")
     resumed = train_parser(*_args(tiny_bert, tmp_path / "resumed", max_train_steps=6, checkpointing_steps="3",
-                                  resume_from_checkpoint="latest", ema_decay=ema_decay), datasets={"toy": toy})
+                                  resume_from_checkpoint="latest", **options), datasets={"toy": toy})
     assert resumed.step_losses == pytest.approx(full.step_losses[3:], abs=1e-6)
     a = load_file(tmp_path / "full" / "model.safetensors")
     b = load_file(tmp_path / "resumed" / "model.safetensors")
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def test_group_by_length_batches_utterances_of_similar_length(tiny_bert, tmp_path, monkeypatch):
+    import crop_hf.parsing.predict as predict
+
+    widths: list[tuple[int, int]] = []  # (longest, shortest) utterance in words of each training batch
+    collate = predict.collate
+
+    def spying(rows, pad_token_id):
+        if "span_targets" not in rows[0] and "slot_labels" in rows[0]:
+            lengths = [len(row["slot_labels"]) for row in rows]
+            widths.append((max(lengths), min(lengths)))
+        return collate(rows, pad_token_id)
+
+    monkeypatch.setattr(predict, "collate", spying)
+    import datasets
+
+    # utterances of 2 and 3 words, 100 each: a length group of transformers' grouping is 12 batches of 4
+    # here (48 rows sorted by length), so at most one batch of a group mixes the two lengths
+    toy = datasets.concatenate_datasets([_toy()["train"]] * 12 + [_toy()["train"].select(range(8))])
+    for grouped in (False, True):
+        widths.clear()
+        train_parser(*_args(tiny_bert, tmp_path / str(grouped), max_train_steps=8, group_by_length=grouped),
+                     datasets={"toy": toy})
+        mixed = sum(longest != shortest for longest, shortest in widths[:8])  # Accelerate reads one batch ahead
+        assert (mixed <= 1) if grouped else (mixed >= 4), widths
 
 
 def test_staged_recipe_extends_labels_and_keeps_what_stage_one_learned(tiny_bert, tmp_path, monkeypatch):

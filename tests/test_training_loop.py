@@ -54,16 +54,18 @@ def _weights(output_dir):
     return load_file(str(output_dir / "model.safetensors"))
 
 
-def test_resume_from_checkpoint_continues_exactly(task_model_dir, task_corpora, tmp_path):  # noqa: F811
+@pytest.mark.parametrize("grouping", [False, True], ids=["shuffled", "grouped_by_length"])
+def test_resume_from_checkpoint_continues_exactly(task_model_dir, task_corpora, tmp_path, grouping):  # noqa: F811
     """A run resumed mid-epoch from step 3 of 7 has the losses and final weights of the uninterrupted run.
 
     Dropout is on, accumulation spans 2 batches and the 0.5 weight re-samples a source every
-    epoch, so batches, RNG state, optimizer, scheduler and accelerator step must all be restored.
+    epoch, so batches, RNG state, optimizer, scheduler and accelerator step must all be restored
+    (batches grouped by length too).
     """
     import torch
 
     common = {"max_train_steps": 7, "gradient_accumulation_steps": 2, "per_device_train_batch_size": 32,
-              "eval_split": "", "test_split": ""}
+              "eval_split": "", "test_split": "", "group_by_length": grouping}
     first = train_ner(*learning_arguments(task_model_dir, task_corpora, tmp_path / "full",
                                           checkpointing_steps=3, **common))
     assert (tmp_path / "full" / "step_3").is_dir() and (tmp_path / "full" / "step_6").is_dir()

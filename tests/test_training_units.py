@@ -163,6 +163,52 @@ def test_weighted_mix_sampler_draws_each_source_by_its_weight(sizes, weights, se
     assert list(again) == drawn  # same (seed, epoch): same order on every process and after a resume
 
 
+@given(sizes=st.lists(st.integers(0, 60), min_size=1, max_size=3),
+       weights=st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5]), min_size=3, max_size=3),
+       seed=st.integers(0, 5), batch_size=st.integers(1, 9))
+def test_length_grouping_draws_the_same_rows_in_batches_of_similar_length(sizes, weights, seed, batch_size):
+    import random
+
+    weights = weights[: len(sizes)]
+    lengths = [random.Random(seed * 1000 + i).randint(1, 80) for i in range(sum(sizes))]
+    plain = WeightedMixSampler(sizes, weights, seed=seed)
+    grouped = WeightedMixSampler(sizes, weights, seed=seed, lengths=lengths, batch_size=batch_size)
+    drawn = list(grouped)
+    assert sorted(drawn) == sorted(plain)  # the same draw of each source, only ordered by length
+    assert list(WeightedMixSampler(sizes, weights, seed=seed, lengths=lengths, batch_size=batch_size)) == drawn
+
+
+def test_length_grouped_batches_pad_less_and_come_in_random_order():
+    import itertools
+    import random
+
+    lengths = [random.Random(i).randint(3, 60) for i in range(3000)]
+    shuffled = list(WeightedMixSampler([3000], [1.0], seed=3))
+    grouped = list(WeightedMixSampler([3000], [1.0], seed=3, lengths=lengths, batch_size=16))
+
+    def longest(order):  # each batch's longest row, the length the batch is padded to
+        return [max(lengths[i] for i in order[k:k + 16]) for k in range(0, len(order), 16)]
+
+    assert sum(longest(grouped)) < 0.8 * sum(longest(shuffled))
+    falls = sum(b < a for a, b in itertools.pairwise(longest(grouped)))
+    assert falls < 0.7 * (len(longest(grouped)) - 1)  # not in runs of ever shorter batches
+    with pytest.raises(ValueError, match="2999 lengths for 3000 rows"):
+        WeightedMixSampler([3000], [1.0], lengths=lengths[1:])
+    with pytest.raises(ValueError, match="batch_size must be at least 1"):
+        WeightedMixSampler([3000], [1.0], lengths=lengths, batch_size=0)
+
+
+def test_group_by_length_needs_input_ids():
+    import datasets
+
+    from crop_hf.data.sources import weighted_mix_loader
+
+    with pytest.raises(ValueError, match=r"input_ids column; training source\(s\) \[1\]"):
+        weighted_mix_loader([datasets.Dataset.from_dict({"input_ids": [[1, 2]]}),
+                             datasets.Dataset.from_dict({"tokens": [["a"]]})], [1.0, 1.0], batch_size=2,
+                            collate_fn=list, seed=0, group_by_length=True)
+
+
 def test_fractional_weight_resamples_every_epoch():
     sampler = WeightedMixSampler([100], [0.5], seed=0)
     first = set(sampler)

@@ -35,6 +35,7 @@ __all__ = [
     "WeightedMixSampler",
     "is_split_by_language",
     "join_languages",
+    "length_grouped_order",
     "load_source",
     "load_spec",
     "mix_weights",
@@ -222,20 +223,49 @@ def mix_weights(sources: Sequence[str], weights: Sequence[float] | None) -> list
 
 
 def weighted_mix_loader(parts: Sequence[Any], weights: Sequence[float], *, batch_size: int, collate_fn: Any,
-                        seed: int):
+                        seed: int, group_by_length: bool = False):
     """A ``DataLoader`` over the concatenated ``parts`` (one ``Dataset`` per source), sampled by
-    :class:`WeightedMixSampler` (``loader.sampler``: its ``len`` is the examples of one epoch)."""
+    :class:`WeightedMixSampler` (``loader.sampler``: its ``len`` is the examples of one epoch).
+
+    ``group_by_length``: batches of rows of similar ``input_ids`` length (see the sampler), so they pad less.
+    """
     import torch
     from datasets import concatenate_datasets
     from torch.utils.data import DataLoader
 
-    sampler = WeightedMixSampler([len(p) for p in parts], weights, seed=seed)
+    lengths = None
+    if group_by_length:
+        missing = [i for i, p in enumerate(parts) if "input_ids" not in p.column_names]
+        if missing:
+            raise ValueError(f"group_by_length needs an input_ids column; training source(s) {missing} have none")
+        lengths = [len(ids) for p in parts for ids in p["input_ids"]]
+    sampler = WeightedMixSampler([len(p) for p in parts], weights, seed=seed, lengths=lengths, batch_size=batch_size)
     if len(sampler) == 0:
         raise ValueError("the training mix is empty (check train_sources, train_weights and max_train_samples)")
     # Its own generator, so creating an iterator does not consume the global RNG that dropout uses:
     # a resumed run then draws the same dropout masks as an uninterrupted one.
     return DataLoader(concatenate_datasets(list(parts)), batch_size=batch_size, sampler=sampler,
                       collate_fn=collate_fn, generator=torch.Generator().manual_seed(seed))
+
+
+def length_grouped_order(lengths: Sequence[int], batch_size: int, generator) -> list[int]:
+    """Positions ``0 .. len(lengths) - 1`` in random batches of ``batch_size`` of similar ``lengths``.
+
+    transformers' length grouping (the Trainer's ``group_by_length``: a random permutation cut into
+    mega-batches of up to 50 batches, each sorted by length), then the batches shuffled: transformers
+    leaves each mega-batch's batches in falling length order, 50 in a row, and steps should not come
+    in runs of ever shorter rows (fairseq shuffles its length buckets too). Depends only on
+    ``generator``'s state.
+    """
+    import torch
+    from transformers.trainer_pt_utils import get_length_grouped_indices
+
+    if not lengths:
+        return []
+    grouped = get_length_grouped_indices(list(lengths), batch_size, generator=generator)
+    batches = [grouped[k : k + batch_size] for k in range(0, len(grouped), batch_size)]
+    order = torch.randperm(len(batches), generator=generator).tolist()
+    return [position for b in order for position in batches[b]]
 
 
 class WeightedMixSampler:
@@ -250,17 +280,27 @@ class WeightedMixSampler:
     The epoch is chosen with :meth:`use_epoch` (deliberately not ``set_epoch``, which Accelerate
     calls with its own iteration counter on every fresh or skipped dataloader).
 
+    With ``lengths`` (one per row of the concatenation) the epoch's rows are put in batches of
+    ``batch_size`` rows of similar length (:func:`length_grouped_order`), so a batch pads to a
+    length close to its own rows' (on Hinglish-TOP, 1.03x the real sub-words instead of 2.1x).
+
     >>> sampler = WeightedMixSampler([3, 2], [1.0, 0.5], seed=0)
     >>> len(sampler), sorted(i for i in sampler if i < 3)
     (4, [0, 1, 2])
     """
 
-    def __init__(self, sizes: Sequence[int], weights: Sequence[float], seed: int = 0, shuffle: bool = True):
+    def __init__(self, sizes: Sequence[int], weights: Sequence[float], seed: int = 0, shuffle: bool = True,
+                 lengths: Sequence[int] | None = None, batch_size: int = 1):
         if len(sizes) != len(weights):
             raise ValueError(f"{len(weights)} sampling weights for {len(sizes)} sources")
         if any(w < 0 or not math.isfinite(w) for w in weights):
             raise ValueError(f"sampling weights must be finite and >= 0, got {list(weights)}")
+        if lengths is not None and len(lengths) != sum(sizes):
+            raise ValueError(f"{len(lengths)} lengths for {sum(sizes)} rows")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.sizes, self.weights, self.seed, self.shuffle = list(sizes), list(weights), seed, shuffle
+        self.lengths, self.batch_size = (list(lengths) if lengths is not None else None), batch_size
         self.epoch = 0
         self.offsets = [sum(self.sizes[:i]) for i in range(len(self.sizes))]
 
@@ -283,6 +323,9 @@ class WeightedMixSampler:
                 chosen += (torch.randperm(n, generator=generator)[:extra] + offset).tolist()
         if self.shuffle:
             chosen = [chosen[i] for i in torch.randperm(len(chosen), generator=generator).tolist()]
+        if self.lengths is not None:
+            positions = length_grouped_order([self.lengths[i] for i in chosen], self.batch_size, generator)
+            chosen = [chosen[k] for k in positions]
         return chosen
 
     def __iter__(self) -> Iterator[int]:

@@ -35,6 +35,12 @@ class TrainingArguments:
         default=None, metadata={"help": "Optimizer steps to train; overrides num_train_epochs."})
     max_train_minutes: float | None = field(
         default=None, metadata={"help": "Stop training after this many minutes (evaluation time not counted)."})
+    group_by_length: bool = field(
+        default=False,
+        metadata={"help": "Batch training examples of similar length (sorted within random groups of 50 batches), "
+                          "so batches pad less: faster where compute grows with the padded length (CPU, small "
+                          "models, mixed lengths; 1.2x a translation step in benchmarks/bench_translation_step.py). "
+                          "The order still depends only on seed and epoch."})
     gradient_accumulation_steps: int = field(
         default=1, metadata={"help": "Batches whose gradients are summed before each optimizer step."})
     lr_scheduler_type: str = field(

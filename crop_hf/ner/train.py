@@ -101,7 +101,7 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
     pad_multiple = 8 if accelerator.mixed_precision != "no" else None
     train_loader = weighted_mix_loader(parts, weights, batch_size=training_args.per_device_train_batch_size,
                                        collate_fn=lambda rows: pad_batch(rows, tokenizer.pad_token_id, pad_multiple),
-                                       seed=training_args.seed)
+                                       seed=training_args.seed, group_by_length=training_args.group_by_length)
     sampler = train_loader.sampler
 
     def evaluate(current) -> dict[str, Any] | None:

@@ -177,8 +177,10 @@ def row_frames(rows, max_intent_depth: int, where: str = "rows", skipped=None) -
 
     skipped = skipped if skipped is not None else SkippedRecords()
     columns = rows.column_names
-    sources = rows["source"] if "source" in columns else None
-    texts = rows["parse"] if "parse" in columns else None
+    # lists, not datasets' lazy columns: indexing one of those queries the table (and fingerprints) per row
+    sources = list(rows["source"]) if "source" in columns else None
+    texts = list(rows["parse"]) if "parse" in columns else None
+    flat = None if texts is not None else (list(rows["intent"]), list(rows["slot_tags"]))
     frames = []
     for index, tokens in enumerate(rows["tokens"]):
         if sources is not None and sources[index]:
@@ -187,8 +189,7 @@ def row_frames(rows, max_intent_depth: int, where: str = "rows", skipped=None) -
         else:
             location = (where, index + 1)
         try:
-            tree = texts[index] if texts is not None else str(from_flat(tokens, rows[index]["intent"],
-                                                                        slot_tags=rows[index]["slot_tags"]))
+            tree = texts[index] if flat is None else str(from_flat(tokens, flat[0][index], slot_tags=flat[1][index]))
             words, frame = to_frame(tree, max_intent_depth)
             if words != list(tokens):
                 raise UnrepresentableParse("tokens", f"the parse's words differ from the row's tokens: {tree}")

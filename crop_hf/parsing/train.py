@@ -254,7 +254,7 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
                    for spec, rows in zip(data_args.train_sources, parts, strict=True)]
     train_loader = weighted_mix_loader(encoded, weights, batch_size=training_args.per_device_train_batch_size,
                                        collate_fn=lambda rows: collate(rows, tokenizer.pad_token_id),
-                                       seed=training_args.seed)
+                                       seed=training_args.seed, group_by_length=training_args.group_by_length)
     sampler = train_loader.sampler
     eval_sources = data_args.eval_sources or list(data_args.train_sources)
 

@@ -81,10 +81,6 @@ class TranslationTrainingArguments(TrainingArguments):
     learning_rate: float = field(default=5e-5, metadata={"help": "Peak learning rate of AdamW."})
     weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay (not on biases and norms)."})
     warmup_ratio: float = field(default=0.05, metadata={"help": "Share of the optimizer steps spent warming up."})
-    group_by_length: bool = field(
-        default=False, metadata={"help": "Batch pairs of similar length together: less padding, more tokens per "
-                                         "second (1.2x a CPU step in benchmarks/bench_translation_step.py); the "
-                                         "order still depends on seed and epoch only."})
     label_smoothing: float = field(default=0.1, metadata={"help": "Label smoothing of the cross-entropy (fairseq's 0.1)."})
     marker_loss_weight: float = field(
         default=1.0, metadata={"help": "Weight of marker tokens in the loss relative to other tokens (3 helps small "

@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
+from crop_hf.data.sources import length_grouped_order
 from crop_hf.translation.arguments import TranslationDataArguments
 
 __all__ = ["EpochSampler", "collate_pairs", "load_marked_dataset", "resampled", "tokenize_pairs"]
@@ -98,10 +99,8 @@ def resampled(dataset, data_args: TranslationDataArguments, style: str, seed: in
 class EpochSampler:
     """A random order per epoch from ``seed`` and the epoch number alone (exact resume needs no RNG state).
 
-    With ``lengths`` set, batches are formed by transformers' length grouping (the Trainer's
-    ``group_by_length``: a random permutation cut into mega-batches of 50 batches, each sorted by
-    length), so that a batch holds pairs of similar length and pads little; then the batches are
-    shuffled.
+    With ``lengths`` set, batches hold pairs of similar length and pad little
+    (:func:`crop_hf.data.sources.length_grouped_order`).
     """
 
     def __init__(self, size: int, seed: int, batch_size: int = 1, lengths: list[int] | None = None) -> None:
@@ -121,14 +120,7 @@ class EpochSampler:
         generator = torch.Generator().manual_seed(self.seed * 7919 + self.epoch)
         if self.lengths is None:
             return iter(torch.randperm(self.size, generator=generator).tolist())
-        from transformers.trainer_pt_utils import get_length_grouped_indices
-
         if len(self.lengths) != self.size:
             raise ValueError(f"{len(self.lengths)} lengths for {self.size} training pairs")
-        grouped = get_length_grouped_indices(self.lengths, self.batch_size, generator=generator)
-        batches = [grouped[k : k + self.batch_size] for k in range(0, self.size, self.batch_size)]
-        # transformers leaves each mega-batch's batches in falling length order, 50 in a row; they are
-        # shuffled so that steps do not come in runs of ever shorter pairs (fairseq shuffles its
-        # length buckets too; bench_marker_mt.py has the runs with and without).
-        order = torch.randperm(len(batches), generator=generator).tolist()
-        return iter([index for b in order for index in batches[b]])
+        # bench_marker_mt.py has the runs with and without the batches' shuffle
+        return iter(length_grouped_order(self.lengths, self.batch_size, generator))
