@@ -55,7 +55,8 @@ def _weights(output_dir):
 
 
 @pytest.mark.parametrize("grouping", [False, True], ids=["shuffled", "grouped_by_length"])
-def test_resume_from_checkpoint_continues_exactly(task_model_dir, task_corpora, tmp_path, grouping):  # noqa: F811
+def test_resume_from_checkpoint_continues_exactly(task_model_dir, task_corpora, tmp_path, grouping,  # noqa: F811
+                                                  monkeypatch):
     """A run resumed mid-epoch from step 3 of 7 has the losses and final weights of the uninterrupted run.
 
     Dropout is on, accumulation spans 2 batches and the 0.5 weight re-samples a source every
@@ -63,6 +64,12 @@ def test_resume_from_checkpoint_continues_exactly(task_model_dir, task_corpora, 
     (batches grouped by length too).
     """
     import torch
+
+    import crop_hf.data.sources as sources
+
+    grouped_epochs = []
+    group = sources.length_grouped_order
+    monkeypatch.setattr(sources, "length_grouped_order", lambda *a: grouped_epochs.append(1) or group(*a))
 
     common = {"max_train_steps": 7, "gradient_accumulation_steps": 2, "per_device_train_batch_size": 32,
               "eval_split": "", "test_split": "", "group_by_length": grouping}
@@ -73,6 +80,7 @@ def test_resume_from_checkpoint_continues_exactly(task_model_dir, task_corpora, 
     resumed = train_ner(*learning_arguments(task_model_dir, task_corpora, tmp_path / "resumed",
                                             resume_from_checkpoint=str(tmp_path / "full" / "step_3"), **common))
     assert resumed.completed_steps == first.completed_steps == 7
+    assert bool(grouped_epochs) == grouping  # the option reaches NER training's sampler
     assert len(resumed.step_losses) == 4
     assert resumed.step_losses == pytest.approx(first.step_losses[3:], rel=1e-6, abs=1e-7)
     full, again = _weights(tmp_path / "full"), _weights(tmp_path / "resumed")
