@@ -16,8 +16,9 @@ and gold tags (``ner_tags``, or ``slot_tags`` for semantic parses; ``#en`` after
 parallel corpus's ``en_*`` columns). The pairs are aligned once per aligner (eflomal with
 grow-diag-final-and; ``--symmetrization grow-diag-final-and grow-diag-final`` scores eflomal rows for
 both; ``--aligners eflomal embedding --encoder NAME`` adds SimAlign over that encoder), every
-method of the projection registry projects the source tags onto the target's tokens, and the table of P/R/F1 (all sentences and kept ones), shares kept and projected, F1 per
-type, errors and speed is printed and written to ``OUTPUT_DIR`` as ``projection.txt``,
+method of the projection registry projects the source tags onto the target's tokens, and the
+table of P/R/F1 (all sentences and kept ones), shares kept and projected, F1 per type, errors and
+speed is printed and written to ``OUTPUT_DIR`` as ``projection.txt``,
 ``projection.md`` and ``projection.json``, with ``projection.png`` when matplotlib is installed
 (``pip install 'crop-hf[report]'``). Lexical and fuzzy methods look for each source entity's own
 words (no translation of the entity is known): see :mod:`crop_hf.metrics.projection`.
