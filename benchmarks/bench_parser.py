@@ -225,7 +225,7 @@ def run_chain(chain: list[dict]) -> list[dict]:
             ParserModelArguments(model_name_or_path=run["encoder"], init_from=run["init_from"],
                                  max_intent_depth=run["depth"], **run["model_options"]),
             ParserDataArguments(train_sources=run["sources"], train_weights=run["weights"], eval_split=None,
-                                dev_size=run["dev_size"] or None, **run["data_options"]),
+                                dev_size=run["dev_size"], **run["data_options"]),
             ParserTrainingArguments(output_dir=run["out"], learning_rate=run["lr"], max_train_steps=run["steps"],
                                     max_train_minutes=run["minutes"],
                                     eval_steps=run["eval_every"] if run["dev_size"] else None,
@@ -318,7 +318,7 @@ def main() -> None:
     config = transformers.AutoConfig.from_pretrained(encoder)
     config.hidden_dropout_prob = config.attention_probs_dropout_prob = args.dropout
     config.save_pretrained(encoder)
-    dev_size = args.dev_size if args.dev_only or args.select_on_dev else 0.0
+    dev_size = args.dev_size if args.dev_only or args.select_on_dev else None
     held_out = (f"{dev_size:.0%} of it held out as dev, seed {args.seed}" if dev_size else
                 f"all of it trained on, the last step kept; seed {args.seed}")
     print(f"Hinglish-TOP: {len(train)} train ({held_out}), "
@@ -347,10 +347,11 @@ def main() -> None:
 
     def spec(name: str, steps: int, sources: list[str], depth: int, after: str | None = None) -> dict:
         out = str(work / name.replace(" ", "_").replace("(", "").replace(")", ""))
+        mixed = sources == code_switched  # substitution and nested copies are for the code-switched rows
         return {**common, "name": name, "steps": steps, "sources": sources, "depth": depth, "out": out,
-                "init_from": after, "weights": weights if sources == code_switched else None,
-                "data_options": {"slot_substitution": args.slot_substitution if sources == code_switched else 0,
-                                 "nested_copies": args.nested_copies if sources == code_switched else 0}}
+                "init_from": after, "weights": weights if mixed else None,
+                "data_options": {"slot_substitution": args.slot_substitution if mixed else 0,
+                                 "nested_copies": args.nested_copies if mixed else 0}}
 
     # Independent chains of runs, each in its own single-threaded process (on a shared machine they get
     # their share of the cores side by side); each run's CPU seconds are its own process's.
