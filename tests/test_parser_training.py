@@ -55,6 +55,8 @@ def test_resume_from_a_checkpoint_ends_exactly_where_an_uninterrupted_run_ends(t
 
 
 def test_group_by_length_batches_utterances_of_similar_length(tiny_bert, tmp_path, monkeypatch):
+    import datasets
+
     import crop_hf.parsing.predict as predict
 
     widths: list[tuple[int, int]] = []  # (longest, shortest) utterance in words of each training batch
@@ -67,8 +69,6 @@ def test_group_by_length_batches_utterances_of_similar_length(tiny_bert, tmp_pat
         return collate(rows, pad_token_id)
 
     monkeypatch.setattr(predict, "collate", spying)
-    import datasets
-
     # utterances of 2 and 3 words, 100 each: a length group of transformers' grouping is 12 batches of 4
     # here (48 rows sorted by length), so at most one batch of a group mixes the two lengths
     toy = datasets.concatenate_datasets([_toy()["train"]] * 12 + [_toy()["train"].select(range(8))])

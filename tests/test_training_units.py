@@ -166,7 +166,7 @@ def test_weighted_mix_sampler_draws_each_source_by_its_weight(sizes, weights, se
 @given(sizes=st.lists(st.integers(0, 60), min_size=1, max_size=3),
        weights=st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5]), min_size=3, max_size=3),
        seed=st.integers(0, 5), batch_size=st.integers(1, 9))
-def test_length_grouping_draws_the_same_rows_in_batches_of_similar_length(sizes, weights, seed, batch_size):
+def test_length_grouping_reorders_the_same_draw_of_rows_and_is_seeded(sizes, weights, seed, batch_size):
     import random
 
     weights = weights[: len(sizes)]
