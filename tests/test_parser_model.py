@@ -130,3 +130,61 @@ def test_config_rejects_bad_labels_and_pooling():
                word_index=torch.tensor([[-1, 0, -1]]), intent_labels=torch.tensor([1]),
                slot_labels=torch.tensor([[0]]))
     assert out.loss is not None and mean.crf is None
+
+
+@pytest.mark.parametrize("top_tagger", ["intent", "shared"])
+def test_an_intent_conditioned_top_tagger_decodes_the_best_joint_intent_and_tags(top_tagger):
+    from transformers import BertConfig
+
+    from crop_hf.modeling import JointIntentSlotModel, JointParserConfig
+
+    encoder = BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8,
+                         vocab_size=20).to_dict()
+    config = JointParserConfig(encoder=encoder, intent_labels=["A", "B", "C"], slot_labels=TAGS,
+                               max_intent_depth=2 if top_tagger == "shared" else 1, top_tagger=top_tagger,
+                               classifier_dropout=0.0)
+    model = JointIntentSlotModel(config).eval()
+    projection, embeddings, classifier = ((model.inner_projection, model.inner_intent_embeddings,
+                                           model.inner_slot_classifier) if top_tagger == "shared" else
+                                          (model.top_projection, model.top_intent_embeddings, model.top_slot_classifier))
+    with torch.no_grad():
+        # The tags depend on the intent alone: under A every tag is as likely (the best path is
+        # unlikely), under B the word is a LOCATION with near certainty; C is never likely.
+        projection.weight.zero_(), projection.bias.zero_(), classifier.bias.zero_()
+        embeddings.weight.zero_()
+        embeddings.weight[1].fill_(1.0)
+        classifier.weight.zero_()
+        classifier.weight[1].fill_(5.0)
+        model.intent_classifier.weight.zero_()
+        model.intent_classifier.bias.copy_(torch.tensor([0.3, 0.0, -5.0]))  # A a little likelier than B
+        crf = model._top_crf
+        for parameter in (crf.transitions, crf.start_transitions, crf.end_transitions):
+            parameter.zero_()
+    batch = {"input_ids": torch.tensor([[1, 5, 2]]), "attention_mask": torch.ones(1, 3, dtype=torch.long),
+             "word_index": torch.tensor([[-1, 0, -1]])}
+    out = model(**batch)
+    (parsed,) = model.decode(out)
+    # Intent alone would say A; the joint probability of intent and tags says B.
+    assert out.intent_logits.argmax(-1).item() == 0
+    assert (parsed.intent_id, [TAGS[t] for t in parsed.slot_ids]) == (1, ["B-LOCATION"])
+    assert parsed.slot_probability > 0.9 and parsed.intent_probability < 0.5
+    # The emissions follow the intent they are given: the gold one in training.
+    given_b = model(**batch, intent_labels=torch.tensor([1])).slot_emissions
+    given_a = model(**batch, intent_labels=torch.tensor([0])).slot_emissions
+    assert not torch.allclose(given_a, given_b)
+    assert torch.allclose(given_a, out.slot_emissions)  # without labels: the likeliest intent, A
+
+
+def test_config_rejects_unknown_top_taggers_and_a_shared_one_without_the_hierarchical_decoder():
+    from transformers import BertConfig
+
+    from crop_hf.modeling import JointIntentSlotModel, JointParserConfig
+
+    encoder = BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8,
+                         vocab_size=20).to_dict()
+    with pytest.raises(ValueError, match="top_tagger must be one of"):
+        JointIntentSlotModel(JointParserConfig(encoder=encoder, intent_labels=["A"], slot_labels=["O"],
+                                               top_tagger="span"))
+    with pytest.raises(ValueError, match="max_intent_depth 2 or more"):
+        JointIntentSlotModel(JointParserConfig(encoder=encoder, intent_labels=["A"], slot_labels=["O"],
+                                               top_tagger="shared"))

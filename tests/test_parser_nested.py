@@ -92,6 +92,33 @@ def test_a_tiny_hierarchical_parser_learns_to_emit_nested_trees(nested_parser):
 
 
 @pytest.mark.slow
+def test_one_tagger_for_every_level_learns_nested_trees(tmp_path):
+    """``top_tagger="shared"`` reaches the model through train_parser, which learns the grammar with it."""
+    import datasets
+    from transformers import AutoTokenizer
+
+    from crop_hf.demo_models import build_tiny_bert
+    from crop_hf.modeling import JointIntentSlotModel
+    from crop_hf.parsing.evaluate import evaluate_parser
+
+    train, held_out = _split()
+    encoder = build_tiny_bert(tmp_path / "encoder", corpus=[" ".join(parse(t).tokens) for t in train],
+                              hidden_size=32, layers=1)
+    train_parser(
+        ParserModelArguments(model_name_or_path=str(encoder), max_intent_depth=3, top_tagger="shared"),
+        ParserDataArguments(train_sources=["syn"], eval_split=None),
+        ParserTrainingArguments(output_dir=str(tmp_path / "out"), learning_rate=5e-3, max_train_steps=800,
+                                per_device_train_batch_size=16, show_progress=False, seed=0),
+        datasets={"syn": datasets.DatasetDict({"train": _rows(train)})})
+    model = JointIntentSlotModel.from_pretrained(tmp_path / "out")
+    assert model.config.top_tagger == "shared" and not hasattr(model, "top_projection")
+    assert model.slot_classifier is None and model.crf is None  # the inner tagger and CRF tag the top level
+    scores, _ = evaluate_parser(model, AutoTokenizer.from_pretrained(tmp_path / "out"), _rows(held_out))
+    # Measured (seed 0): 0.93 overall, 0.9 on the 10 nested held-out trees; an untrained model emits none
+    assert scores["nested"]["exact_match"] >= 0.8 and scores["exact_match"] >= 0.8, scores
+
+
+@pytest.mark.slow
 def test_pipeline_returns_nested_slots_with_word_offsets(nested_parser):
     from transformers import pipeline
 
@@ -318,3 +345,16 @@ def test_staged_growth_from_a_flat_parser_keeps_its_weights(tiny_bert):
     assert torch.equal(again.nested_intent_classifier.weight[:3], grown.nested_intent_classifier.weight)
     assert torch.equal(again.inner_intent_embeddings.weight[:2], grown.inner_intent_embeddings.weight)
     assert torch.equal(again.slot_name_embeddings.weight, grown.slot_name_embeddings.weight)
+
+
+def test_growth_keeps_what_an_intent_conditioned_top_tagger_learned(tiny_bert):
+    from crop_hf.modeling import JointIntentSlotModel
+    from crop_hf.parsing.train import _extend_labels
+
+    old = JointIntentSlotModel.from_encoder(str(tiny_bert), ["B"], ["O", "B-Y", "I-Y"], top_tagger="intent")
+    grown = _extend_labels(old, ["B", "A"], ["O", "B-Y", "I-Y", "B-X", "I-X"])
+    assert grown.config.top_tagger == "intent" and grown.slot_classifier is None
+    assert torch.equal(grown.top_intent_embeddings.weight[0], old.top_intent_embeddings.weight[0])
+    assert torch.equal(grown.top_slot_classifier.weight[:3], old.top_slot_classifier.weight)
+    assert torch.equal(grown.top_projection.weight, old.top_projection.weight)
+    assert torch.equal(grown.crf.transitions[:3, :3], old.crf.transitions)

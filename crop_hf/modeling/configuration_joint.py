@@ -11,11 +11,16 @@ from __future__ import annotations
 from transformers import AutoConfig, PretrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
-__all__ = ["INTENT_POOLING", "JointParserConfig"]
+__all__ = ["INTENT_POOLING", "TOP_TAGGERS", "JointParserConfig"]
 
 #: How the intent classifier reads the encoder: the first hidden state (``<s>``/``[CLS]``, as in
 #: CSTOP) or the mean over the sentence's tokens.
 INTENT_POOLING = ("first", "mean")
+
+#: How the top-level slot tagger reads the encoder: each word's state alone (``"words"``, CSTOP's
+#: tagger), or that state combined with the utterance's intent by its own layers (``"intent"``) or by
+#: the hierarchical decoder's inner tagger (``"shared"``: one tagger for every level).
+TOP_TAGGERS = ("words", "intent", "shared")
 
 
 class JointParserConfig(PretrainedConfig):
@@ -41,6 +46,11 @@ class JointParserConfig(PretrainedConfig):
             TOP and Hinglish-TOP need 4.
         span_hidden_size: width of the span and inner-tagging layers of the hierarchical decoder
             (default: the encoder's hidden size).
+        top_tagger: ``"words"`` (the default): top-level slot tags are scored from each word's state;
+            ``"intent"``: from each word's state and the intent of the utterance (the gold intent in
+            training, each of the most likely intents in decoding, which keeps the intent and tags
+            with the best joint probability); ``"shared"``: as ``"intent"``, by the hierarchical
+            decoder's inner tagger, so one tagger (and CRF) tags the slots of every level.
     """
 
     model_type = "crop-hf-joint-parser"
@@ -56,3 +66,4 @@ class JointParserConfig(PretrainedConfig):
     classifier_dropout: float = 0.1
     max_intent_depth: int = 1
     span_hidden_size: int | None = None
+    top_tagger: str = "words"

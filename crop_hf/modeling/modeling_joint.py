@@ -22,6 +22,13 @@ forcing): ``span_targets`` ``(n, 5)`` rows ``[row, start, end, slot name id, 0 o
 for every slot of every level, ``inner_targets`` ``(m, 4)`` rows ``[row, start, end, intent id]`` for
 every nested intent and ``inner_labels`` ``(m, words)`` its tags, -100 padded. Positions are words
 of the whole utterance, end exclusive.
+
+``top_tagger`` (``"words"`` by default) chooses how the top-level tags are scored: from each word's
+state alone (``slot_classifier``), or from it and an embedding of the utterance's intent, by layers of
+their own (``"intent"``: ``top_projection``, ``top_intent_embeddings``, ``top_slot_classifier``) or
+by the inner tagger (``"shared"``, which then tags every level). Conditioned taggers are trained on
+the gold intent; :meth:`JointIntentSlotModel.decode` tags each row under its three likeliest intents
+and keeps the intent and tags with the highest joint probability.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from torch import nn
 from transformers import AutoConfig, AutoModel, PreTrainedModel
 from transformers.utils import ModelOutput
 
-from .configuration_joint import INTENT_POOLING, JointParserConfig
+from .configuration_joint import INTENT_POOLING, TOP_TAGGERS, JointParserConfig
 from .crf import ConstrainedCRF, bio_constraints, viterbi_decode
 
 __all__ = ["JointIntentSlotModel", "JointParserOutput", "NestedParse", "ParsedUtterance"]
@@ -112,6 +119,11 @@ class JointIntentSlotModel(PreTrainedModel):
             raise ValueError("JointParserConfig needs intent_labels and slot_labels")
         if config.intent_pooling not in INTENT_POOLING:
             raise ValueError(f"intent_pooling must be one of {INTENT_POOLING}, got {config.intent_pooling!r}")
+        if config.top_tagger not in TOP_TAGGERS:
+            raise ValueError(f"top_tagger must be one of {TOP_TAGGERS}, got {config.top_tagger!r}")
+        if config.top_tagger == "shared" and config.max_intent_depth < 2:
+            raise ValueError("top_tagger 'shared' uses the hierarchical decoder's inner tagger: it needs "
+                             "max_intent_depth 2 or more")
         allowed_start, allowed = bio_constraints(config.slot_labels)
         try:
             self.encoder = AutoModel.from_config(config.encoder, add_pooling_layer=False)
@@ -120,8 +132,11 @@ class JointIntentSlotModel(PreTrainedModel):
         hidden = config.encoder.hidden_size
         self.dropout = nn.Dropout(config.classifier_dropout)
         self.intent_classifier = nn.Linear(hidden, len(config.intent_labels))
-        self.slot_classifier = nn.Linear(hidden, len(config.slot_labels))
-        self.crf = ConstrainedCRF(len(config.slot_labels), allowed_start, allowed) if config.use_crf else None
+        # An intent-conditioned top-level tagger has its own layers ("intent") or the inner tagger's ("shared").
+        words = config.top_tagger == "words"
+        self.slot_classifier = nn.Linear(hidden, len(config.slot_labels)) if words else None
+        own_crf = config.use_crf and config.top_tagger != "shared"
+        self.crf = ConstrainedCRF(len(config.slot_labels), allowed_start, allowed) if own_crf else None
         # Without a CRF, decoding still forbids invalid BIO: zero scores plus the same penalties.
         self._allowed_start, self._allowed = allowed_start, allowed
         if config.max_intent_depth < 1:
@@ -139,6 +154,11 @@ class JointIntentSlotModel(PreTrainedModel):
             self.inner_intent_embeddings = nn.Embedding(len(config.intent_labels), size)
             self.inner_slot_classifier = nn.Linear(size, len(config.slot_labels))
             self.inner_crf = ConstrainedCRF(len(config.slot_labels), allowed_start, allowed) if config.use_crf else None
+        if config.top_tagger == "intent":
+            size = config.span_hidden_size or hidden
+            self.top_projection = nn.Linear(hidden, size)
+            self.top_intent_embeddings = nn.Embedding(len(config.intent_labels), size)
+            self.top_slot_classifier = nn.Linear(size, len(config.slot_labels))
         self.post_init()
 
     @property
@@ -149,13 +169,18 @@ class JointIntentSlotModel(PreTrainedModel):
     def _init_weights(self, module: nn.Module) -> None:
         std = getattr(self.config.encoder, "initializer_range", 0.02)
         heads = [self.intent_classifier, self.slot_classifier]
+        embeddings = []
         if self.hierarchical:
             heads += [self.span_projection, self.nested_intent_classifier, self.inner_projection,
                       self.inner_slot_classifier]
+            embeddings += [self.slot_name_embeddings, self.inner_intent_embeddings]
+        if self.config.top_tagger == "intent":
+            heads += [self.top_projection, self.top_slot_classifier]
+            embeddings.append(self.top_intent_embeddings)
         if isinstance(module, nn.Linear) and any(module is head for head in heads):
             module.weight.data.normal_(0.0, std)
             module.bias.data.zero_()
-        elif self.hierarchical and (module is self.slot_name_embeddings or module is self.inner_intent_embeddings):
+        elif any(module is embedding for embedding in embeddings):
             module.weight.data.normal_(0.0, std)
         elif isinstance(module, ConstrainedCRF):
             for parameter in (module.start_transitions, module.end_transitions, module.transitions):
@@ -224,9 +249,14 @@ class JointIntentSlotModel(PreTrainedModel):
         intent_logits = self.intent_classifier(self._pool(hidden, attention_mask))
         slot_emissions = word_mask = word_hidden = None
         if word_index is not None:
-            slot_emissions, word_mask = self.compact(self.slot_classifier(hidden), word_index)
-            if self.hierarchical:
-                word_hidden, _ = self.compact(hidden, word_index)
+            if self.config.top_tagger == "words":
+                slot_emissions, word_mask = self.compact(self.slot_classifier(hidden), word_index)
+                if self.hierarchical:
+                    word_hidden, _ = self.compact(hidden, word_index)
+            else:  # tags given the intent: the gold one in training, the most likely one otherwise
+                word_hidden, word_mask = self.compact(hidden, word_index)
+                intents = intent_labels if intent_labels is not None else intent_logits.argmax(-1)
+                slot_emissions = self.top_emissions(word_hidden, intents)
 
         loss = intent_loss = slot_loss = nested_loss = None
         if intent_labels is not None:
@@ -235,7 +265,7 @@ class JointIntentSlotModel(PreTrainedModel):
         if slot_labels is not None:
             if slot_emissions is None:
                 raise ValueError("slot_labels need word_index (each word's position at its first sub-word)")
-            slot_loss = self.slot_loss(slot_emissions, word_mask, slot_labels)
+            slot_loss = self.slot_loss(slot_emissions, word_mask, slot_labels, self._top_crf)
             loss = slot_loss * self.config.slot_loss_weight + (loss if loss is not None else 0.0)
         if span_targets is not None or inner_targets is not None:
             if not self.hierarchical:
@@ -248,6 +278,20 @@ class JointIntentSlotModel(PreTrainedModel):
         return JointParserOutput(loss=loss, intent_loss=intent_loss, slot_loss=slot_loss,
                                  intent_logits=intent_logits, slot_emissions=slot_emissions, word_mask=word_mask,
                                  nested_loss=nested_loss, word_hidden=word_hidden)
+
+    @property
+    def _top_crf(self) -> ConstrainedCRF | None:
+        return self.inner_crf if self.config.top_tagger == "shared" else self.crf
+
+    def top_emissions(self, word_hidden: torch.Tensor, intents: torch.Tensor) -> torch.Tensor:
+        """Top-level tag scores ``(batch, words, tags)`` given each row's intent (``top_tagger`` ``"intent"``/``"shared"``)."""
+        if self.config.top_tagger == "shared":
+            projection, embeddings, classifier = (self.inner_projection, self.inner_intent_embeddings,
+                                                  self.inner_slot_classifier)
+        else:
+            projection, embeddings, classifier = self.top_projection, self.top_intent_embeddings, self.top_slot_classifier
+        state = nn.functional.gelu(projection(word_hidden) + embeddings(intents).unsqueeze(1))
+        return classifier(self.dropout(state))
 
     # ------------------------------------------------------------------ the hierarchical decoder
 
@@ -350,12 +394,30 @@ class JointIntentSlotModel(PreTrainedModel):
         intent_probs = outputs.intent_logits.float().softmax(-1)
         best_prob, best_intent = intent_probs.max(-1)
         emissions, mask = outputs.slot_emissions.float(), outputs.word_mask
-        paths, log_probs = self._viterbi(emissions, mask, self.crf)
-        parsed = [ParsedUtterance(int(best_intent[i]), float(best_prob[i]), paths[i], float(log_probs[i].exp()))
-                  for i in range(len(paths))]
+        if self.config.top_tagger != "words" and outputs.word_hidden is not None:
+            parsed = self._decode_with_intents(outputs.word_hidden.float(), mask, intent_probs)
+        else:
+            paths, log_probs = self._viterbi(emissions, mask, self.crf)
+            parsed = [ParsedUtterance(int(best_intent[i]), float(best_prob[i]), paths[i], float(log_probs[i].exp()))
+                      for i in range(len(paths))]
         if self.hierarchical and outputs.word_hidden is not None:
             self._decode_nested(outputs.word_hidden.float(), parsed)
         return parsed
+
+    def _decode_with_intents(self, word_hidden: torch.Tensor, mask: torch.Tensor, intent_probs: torch.Tensor,
+                             candidates: int = 3) -> list[ParsedUtterance]:
+        """Intent and tags of each row with the best joint probability among its ``candidates`` likeliest intents."""
+        batch = intent_probs.shape[0]
+        k = min(candidates, intent_probs.shape[1])
+        top_probs, top_intents = intent_probs.topk(k, dim=-1)  # (batch, k)
+        flat_intents = top_intents.reshape(-1)
+        repeated = word_hidden.repeat_interleave(k, dim=0)
+        emissions = self.top_emissions(repeated, flat_intents).float()
+        paths, log_probs = self._viterbi(emissions, mask.repeat_interleave(k, dim=0), self._top_crf)
+        joint = top_probs.log() + log_probs.reshape(batch, k)
+        best = joint.argmax(-1).tolist()
+        return [ParsedUtterance(int(top_intents[i, j]), float(top_probs[i, j]), paths[i * k + j],
+                                float(log_probs[i * k + j].exp())) for i, j in enumerate(best)]
 
     def _decode_nested(self, word_hidden: torch.Tensor, parsed: list[ParsedUtterance]) -> None:
         device = word_hidden.device

@@ -43,6 +43,12 @@ class ParserModelArguments:
                           "init_from, the larger of this and the trained model's."})
     span_hidden_size: int | None = field(
         default=None, metadata={"help": "Width of the hierarchical decoder's layers (default: the encoder's)."})
+    top_tagger: str = field(
+        default="words",
+        metadata={"help": "Top-level slot tagger: 'words' (each word's state, CSTOP's), 'intent' (each word's state "
+                          "and the utterance's intent; decoding keeps the intent and tags with the best joint "
+                          "probability) or 'shared' (as 'intent', with the hierarchical decoder's inner tagger: one "
+                          "tagger for every level). With init_from, the trained model's."})
 
 
 @dataclass

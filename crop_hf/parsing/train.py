@@ -81,6 +81,7 @@ def _extend_labels(model, intents: list[str], tags: list[str], max_intent_depth:
     name_rows = torch.tensor([names.index(t[2:]) for t in old.slot_labels if t.startswith("B-")])
     # which rows of each per-label parameter the old labels take
     rows_of = {"intent_classifier.": intent_rows, "inner_intent_embeddings.": intent_rows,
+               "top_intent_embeddings.": intent_rows, "top_slot_classifier.": tag_rows,
                "nested_intent_classifier.": torch.cat([torch.tensor([0]), intent_rows + 1]),
                "slot_classifier.": tag_rows, "inner_slot_classifier.": tag_rows, "crf.": tag_rows,
                "inner_crf.": tag_rows, "slot_name_embeddings.": name_rows}
@@ -115,7 +116,7 @@ def _load_model(model_args: ParserModelArguments, parts):
         model_args.model_name_or_path, intents, tags, use_crf=model_args.use_crf,
         slot_loss_weight=model_args.slot_loss_weight, intent_pooling=model_args.intent_pooling,
         classifier_dropout=model_args.classifier_dropout, max_intent_depth=model_args.max_intent_depth,
-        span_hidden_size=model_args.span_hidden_size)
+        span_hidden_size=model_args.span_hidden_size, top_tagger=model_args.top_tagger)
     return tokenizer, model
 
 
