@@ -285,12 +285,18 @@ class JointIntentSlotModel(PreTrainedModel):
 
     def top_emissions(self, word_hidden: torch.Tensor, intents: torch.Tensor) -> torch.Tensor:
         """Top-level tag scores ``(batch, words, tags)`` given each row's intent (``top_tagger`` ``"intent"``/``"shared"``)."""
-        if self.config.top_tagger == "shared":
+        return self._conditioned_emissions(word_hidden, intents, top=True)
+
+    def _conditioned_emissions(self, words: torch.Tensor, intents: torch.Tensor, top: bool = False) -> torch.Tensor:
+        """Tag scores of ``words`` ``(n, words, hidden)``, each row given its intent, by the inner tagger's
+        layers (also the top level's with ``top_tagger`` ``"shared"``) or, for ``top`` with ``"intent"``, the
+        top tagger's own."""
+        if top and self.config.top_tagger == "intent":
+            projection, embeddings, classifier = self.top_projection, self.top_intent_embeddings, self.top_slot_classifier
+        else:
             projection, embeddings, classifier = (self.inner_projection, self.inner_intent_embeddings,
                                                   self.inner_slot_classifier)
-        else:
-            projection, embeddings, classifier = self.top_projection, self.top_intent_embeddings, self.top_slot_classifier
-        state = nn.functional.gelu(projection(word_hidden) + embeddings(intents).unsqueeze(1))
+        state = nn.functional.gelu(projection(words) + embeddings(intents).unsqueeze(1))
         return classifier(self.dropout(state))
 
     # ------------------------------------------------------------------ the hierarchical decoder
@@ -324,8 +330,7 @@ class JointIntentSlotModel(PreTrainedModel):
         ``spans`` ``(n, 4)``: ``[row, start, end, intent id]``.
         """
         words, mask = self._gather(word_hidden, spans[:, 0], spans[:, 1], spans[:, 2])
-        state = nn.functional.gelu(self.inner_projection(words) + self.inner_intent_embeddings(spans[:, 3]).unsqueeze(1))
-        return self.inner_slot_classifier(self.dropout(state)), mask
+        return self._conditioned_emissions(words, spans[:, 3]), mask
 
     def nested_loss(self, word_hidden: torch.Tensor, word_mask: torch.Tensor, span_targets: torch.Tensor | None,
                     inner_targets: torch.Tensor | None, inner_labels: torch.Tensor | None) -> torch.Tensor:
@@ -392,12 +397,12 @@ class JointIntentSlotModel(PreTrainedModel):
         best decision of the one above).
         """
         intent_probs = outputs.intent_logits.float().softmax(-1)
-        best_prob, best_intent = intent_probs.max(-1)
-        emissions, mask = outputs.slot_emissions.float(), outputs.word_mask
+        mask = outputs.word_mask
         if self.config.top_tagger != "words" and outputs.word_hidden is not None:
             parsed = self._decode_with_intents(outputs.word_hidden.float(), mask, intent_probs)
         else:
-            paths, log_probs = self._viterbi(emissions, mask, self.crf)
+            best_prob, best_intent = intent_probs.max(-1)
+            paths, log_probs = self._viterbi(outputs.slot_emissions.float(), mask, self.crf)
             parsed = [ParsedUtterance(int(best_intent[i]), float(best_prob[i]), paths[i], float(log_probs[i].exp()))
                       for i in range(len(paths))]
         if self.hierarchical and outputs.word_hidden is not None:
