@@ -128,8 +128,9 @@ How each setting was chosen (and on which data):
         ... with batches of 48 utterances                          1  52.7  55.9    31.6    51.5    545
 
   Grouped + both has the best mean of the two seeds (51.35 best, 50.3 last 8) and fits the budget;
-  batches of 48 tie it (51.35, 50.4) at 1.4x the CPU; nothing on top of it helped (the mean sub-word state and substitution that prefers nested fillers,
-  which doubles the nested share of the training rows, were tried as options and left out).
+  batches of 48 tie it (51.35, 50.4) at 1.4x the CPU; nothing on top of it helped (the mean sub-word
+  state and substitution that prefers nested fillers, which doubles the nested share of the
+  training rows, were tried as options and left out).
   Decoding restricted to the slots each intent has in the training rows (and the intents each slot
   holds) moved the two kept models' dev exact match by -0.3 and +0.3: not kept.
 * ``--top_tagger shared`` (the hierarchical models' top-level slots tagged by the inner tagger,
@@ -171,9 +172,9 @@ How each setting was chosen (and on which data):
   **Hinglish-TOP validation** (issue 28 says so); the dev runs above re-checked dropout, pooling,
   vocabulary, width and (with the regularisers) the learning rate on the **dev split** and kept them.
 * ``--steps 6000`` (from 3,000): the **dev split** (the hierarchical model's dev exact match was
-  still rising at 3,000 steps; 7,500 and, with the moving average, 8,000 did not help, above). ``--en_steps 1500``: a priori, so that
-  both stages fit 10 CPU-minutes; the English stage also gets the input dropout (substitution and
-  nested copies are for the code-switched rows).
+  still rising at 3,000 steps; 7,500 and, with the moving average, 8,000 did not help, above).
+  ``--en_steps 1500``: a priori, so that both stages fit 10 CPU-minutes; the English stage also gets
+  the input dropout (substitution and nested copies are for the code-switched rows).
 * the flat CRF baseline trains with the same recipe (substitution, input dropout, steps), so the
   two rows differ only in the decoder.
 * hierarchical decoder (span layers as wide as the encoder, depth 4, same learning rate and
