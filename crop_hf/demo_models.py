@@ -32,6 +32,7 @@ __all__ = [
     "build_tiny_m2m100",
     "build_tiny_parser",
     "build_tiny_xlmr_ner",
+    "train_masked_lm",
 ]
 
 #: The boundary markers of labeled sequence translation that tiny translation models know as single tokens.
@@ -280,6 +281,60 @@ def build_tiny_bert(
     )
     BertModel(config).save_pretrained(save_dir)
     return save_dir
+
+
+def train_masked_lm(save_dir: str | Path, lines: Sequence[str], steps: int, *, batch_size: int = 64,
+                    learning_rate: float = 1e-3, mask_probability: float = 0.15, seed: int = 0) -> float:
+    """Train the BERT encoder in ``save_dir`` as a masked language model on ``lines``, and save it back.
+
+    For an encoder built from scratch (:func:`build_tiny_bert`): a few minutes of BERT's masked-word
+    objective on the training text itself, before any labels, give the task a start that random
+    weights do not (how much: ``benchmarks/bench_parser.py``). Each step masks ``mask_probability``
+    of the sub-words of ``batch_size`` lines drawn at random (``transformers``' collator: 80% become
+    ``[MASK]``, 10% a random token, 10% stay) and predicts them; AdamW with 10% warm-up, then linear
+    decay. Only the encoder is saved (the prediction head is dropped); the tokenizer is unchanged.
+    Seeded. Returns the mean loss of the last 10% of the steps.
+    """
+    import random
+
+    import torch
+    from transformers import AutoTokenizer, BertForMaskedLM, DataCollatorForLanguageModeling
+
+    if steps < 1 or batch_size < 1:
+        raise ValueError(f"steps and batch_size must be 1 or more, got {steps} and {batch_size}")
+    lines = [line for line in lines if line.strip()]
+    if not lines:
+        raise ValueError("train_masked_lm needs lines of text; got none that are not blank")
+    tokenizer = AutoTokenizer.from_pretrained(save_dir)
+    torch.manual_seed(seed)
+    model = BertForMaskedLM.from_pretrained(save_dir)
+    encoded = tokenizer(lines, truncation=True, max_length=model.config.max_position_embeddings)["input_ids"]
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=mask_probability)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.01)
+    warmup = max(steps // 10, 1)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min((step + 1) / warmup, max(0.0, (steps - step) / max(steps - warmup, 1))))
+    generator = random.Random(seed)
+    losses = []
+    model.train()
+    for _ in range(steps):
+        picked = generator.sample(range(len(encoded)), min(batch_size, len(encoded)))
+        batch = collator([{"input_ids": encoded[i]} for i in picked])
+        labels = batch.pop("labels")
+        masked = labels != -100
+        if not masked.any():  # nothing drawn for masking (very short lines): no signal this step
+            continue
+        hidden = model.bert(**batch).last_hidden_state
+        # The vocabulary-wide head only at the masked positions, most of a step's cost when run everywhere.
+        loss = torch.nn.functional.cross_entropy(model.cls(hidden[masked]), labels[masked])
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    model.bert.save_pretrained(save_dir)
+    tail = losses[-max(len(losses) // 10, 1):]
+    return sum(tail) / len(tail) if tail else float("nan")
 
 
 def build_tiny_parser(save_dir: str | Path, intent_labels: Sequence[str], slot_labels: Sequence[str],

@@ -134,3 +134,34 @@ def test_tiny_bert_splits_words_by_default_and_keeps_frequent_words_whole_withou
     assert max(len(piece.lstrip("#")) for piece in short.get_vocab() if piece not in short.all_special_tokens) == 3
     assert len(short.tokenize("tomorrow")) > 1
     assert whole.tokenize("tomorrow") == ["tomorrow"]
+
+
+def test_masked_lm_training_learns_the_corpus_and_saves_only_the_encoder(tmp_path):
+    from safetensors.torch import load_file
+    from transformers import BertModel
+
+    from crop_hf.demo_models import build_tiny_bert, train_masked_lm
+
+    # Every word is predictable from the others: colour <-> fruit, and the frame is constant.
+    pairs = [("red", "apple"), ("yellow", "banana"), ("green", "lime"), ("purple", "grape")]
+    lines = [f"the {colour} {fruit} is sweet" for colour, fruit in pairs] * 8
+    folder = build_tiny_bert(tmp_path / "bert", corpus=lines, max_piece_length=None)
+    before = BertModel.from_pretrained(folder).embeddings.word_embeddings.weight.detach().clone()
+    vocabulary = len(AutoTokenizer.from_pretrained(folder))
+    loss = train_masked_lm(folder, [*lines, "", "   "], steps=200, batch_size=16, learning_rate=3e-3)
+    # Random weights score about ln(vocabulary) per masked word; a model that learned the corpus far less.
+    assert torch.log(torch.tensor(float(vocabulary))) > 3.0 and loss < 1.0
+    after = BertModel.from_pretrained(folder).embeddings.word_embeddings.weight
+    assert not torch.allclose(before, after)
+    saved = load_file(str(folder / "model.safetensors"))
+    assert saved and not any(name.startswith("cls.") for name in saved)  # the prediction head is dropped
+    assert len(AutoTokenizer.from_pretrained(folder)) == vocabulary
+
+
+@pytest.mark.parametrize(("lines", "steps", "message"), [(["a b"], 0, "steps and batch_size must be 1 or more"),
+                                                        (["", "  "], 5, "needs lines of text")])
+def test_masked_lm_training_rejects_no_steps_and_no_text(tiny_bert, lines, steps, message):
+    from crop_hf.demo_models import train_masked_lm
+
+    with pytest.raises(ValueError, match=message):
+        train_masked_lm(tiny_bert, lines, steps)
