@@ -298,16 +298,26 @@ def train_masked_lm(save_dir: str | Path, lines: Sequence[str], steps: int, *, b
     import random
 
     import torch
-    from transformers import AutoTokenizer, BertForMaskedLM, DataCollatorForLanguageModeling
+    from transformers import AutoConfig, AutoTokenizer, BertForMaskedLM, DataCollatorForLanguageModeling
+    from transformers.utils import logging as hf_logging
 
     if steps < 1 or batch_size < 1:
         raise ValueError(f"steps and batch_size must be 1 or more, got {steps} and {batch_size}")
     lines = [line for line in lines if line.strip()]
     if not lines:
         raise ValueError("train_masked_lm needs lines of text; got none that are not blank")
+    config = AutoConfig.from_pretrained(save_dir)
+    if config.model_type != "bert":
+        raise ValueError(f"train_masked_lm trains BERT encoders (build_tiny_bert's); {save_dir} holds a "
+                         f"{config.model_type!r} model")
     tokenizer = AutoTokenizer.from_pretrained(save_dir)
     torch.manual_seed(seed)
-    model = BertForMaskedLM.from_pretrained(save_dir)
+    previous = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the new head's load report (its weights "missing") is expected here
+    try:
+        model = BertForMaskedLM.from_pretrained(save_dir)
+    finally:
+        hf_logging.set_verbosity(previous)
     encoded = tokenizer(lines, truncation=True, max_length=model.config.max_position_embeddings)["input_ids"]
     collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=mask_probability)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.01)
