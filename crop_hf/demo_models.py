@@ -293,13 +293,13 @@ def train_masked_lm(save_dir: str | Path, lines: Sequence[str], steps: int, *, b
     of the sub-words of ``batch_size`` lines drawn at random (``transformers``' collator: 80% become
     ``[MASK]``, 10% a random token, 10% stay) and predicts them; AdamW with 10% warm-up, then linear
     decay. Only the encoder is saved (the prediction head is dropped); the tokenizer is unchanged.
-    Seeded. Returns the mean loss of the last 10% of the steps.
+    Seeded. Returns the mean loss of the last 10% of the steps. transformers' load report lists the
+    prediction head's weights as missing (and the checkpoint as odd for it): expected, the head is new.
     """
     import random
 
     import torch
     from transformers import AutoConfig, AutoTokenizer, BertForMaskedLM, DataCollatorForLanguageModeling
-    from transformers.utils import logging as hf_logging
 
     if steps < 1 or batch_size < 1:
         raise ValueError(f"steps and batch_size must be 1 or more, got {steps} and {batch_size}")
@@ -312,12 +312,7 @@ def train_masked_lm(save_dir: str | Path, lines: Sequence[str], steps: int, *, b
                          f"{config.model_type!r} model")
     tokenizer = AutoTokenizer.from_pretrained(save_dir)
     torch.manual_seed(seed)
-    previous = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # the new head's load report (its weights "missing") is expected here
-    try:
-        model = BertForMaskedLM.from_pretrained(save_dir)
-    finally:
-        hf_logging.set_verbosity(previous)
+    model = BertForMaskedLM.from_pretrained(save_dir)
     encoded = tokenizer(lines, truncation=True, max_length=model.config.max_position_embeddings)["input_ids"]
     collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=mask_probability)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.01)
