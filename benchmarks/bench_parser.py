@@ -426,7 +426,8 @@ def main() -> None:
         from crop_hf.parsing.data import dev_split
 
         kept = dev_split(train, dev_size, args.seed)[0] if dev_size else range(len(train))  # never the dev rows
-        text = [" ".join(train[i]["tokens"]) for i in kept] + [" ".join(train[i]["en_tokens"]) for i in kept]
+        # the same lines the vocabulary was built from (code-switched side, then English), less the dev rows
+        text = [lines[i] for i in kept] + [lines[len(train) + i] for i in kept]
         pretrained = Path(shutil.copytree(encoder, work / "encoder-mlm"))
         started_pretraining = time.process_time()
         loss = train_masked_lm(pretrained, text, args.pretrain_steps, seed=args.seed)
