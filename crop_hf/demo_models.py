@@ -16,6 +16,7 @@ Tests and benchmarks use them too; a model only they use (BART) lives in ``tests
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import string
@@ -284,14 +285,16 @@ def build_tiny_bert(
 
 
 def train_masked_lm(save_dir: str | Path, lines: Sequence[str], steps: int, *, batch_size: int = 64,
-                    learning_rate: float = 1e-3, mask_probability: float = 0.15, seed: int = 0) -> float:
+                    learning_rate: float = 1e-3, mask_probability: float = 0.15, whole_words: bool = False,
+                    seed: int = 0) -> float:
     """Train the BERT encoder in ``save_dir`` as a masked language model on ``lines``, and save it back.
 
     For an encoder built from scratch (:func:`build_tiny_bert`): a few minutes of BERT's masked-word
     objective on the training text itself, before any labels, give the task a start that random
     weights do not (how much: ``benchmarks/bench_parser.py``). Each step masks ``mask_probability``
     of the sub-words of ``batch_size`` lines drawn at random (``transformers``' collator: 80% become
-    ``[MASK]``, 10% a random token, 10% stay) and predicts them; AdamW with 10% warm-up, then linear
+    ``[MASK]``, 10% a random token, 10% stay) and predicts them (``whole_words``: ``mask_probability``
+    of the words instead, each with all its sub-words); AdamW with 10% warm-up, then linear
     decay. Only the encoder is saved (the prediction head is dropped); the tokenizer is unchanged.
     Seeded. Returns the mean loss of the last 10% of the steps. transformers' load report lists the
     prediction head's weights as missing (and the checkpoint as odd for it): expected, the head is new.
@@ -313,8 +316,16 @@ def train_masked_lm(save_dir: str | Path, lines: Sequence[str], steps: int, *, b
     tokenizer = AutoTokenizer.from_pretrained(save_dir)
     torch.manual_seed(seed)
     model = BertForMaskedLM.from_pretrained(save_dir)
-    encoded = tokenizer(lines, truncation=True, max_length=model.config.max_position_embeddings)["input_ids"]
-    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=mask_probability)
+    tokenized = tokenizer(lines, truncation=True, max_length=model.config.max_position_embeddings)
+    encoded = tokenized["input_ids"]
+    if whole_words:
+        # transformers' collator finds words from offset mappings, which its padding cannot batch; the
+        # fast tokenizer's word ids say the same directly.
+        word_ids = [tokenized.word_ids(i) for i in range(len(lines))]
+        collate = functools.partial(_mask_whole_words, tokenizer, encoded, word_ids, mask_probability)
+    else:
+        collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=mask_probability)
+        collate = lambda picked: collator([{"input_ids": encoded[i]} for i in picked])  # noqa: E731
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.01)
     warmup = max(steps // 10, 1)
     schedule = torch.optim.lr_scheduler.LambdaLR(
@@ -324,7 +335,7 @@ def train_masked_lm(save_dir: str | Path, lines: Sequence[str], steps: int, *, b
     model.train()
     for _ in range(steps):
         picked = generator.sample(range(len(encoded)), min(batch_size, len(encoded)))
-        batch = collator([{"input_ids": encoded[i]} for i in picked])
+        batch = collate(picked)
         labels = batch.pop("labels")
         masked = labels != -100
         if not masked.any():  # nothing drawn for masking (very short lines): no signal this step
@@ -340,6 +351,31 @@ def train_masked_lm(save_dir: str | Path, lines: Sequence[str], steps: int, *, b
     model.bert.save_pretrained(save_dir)
     tail = losses[-max(len(losses) // 10, 1):]
     return sum(tail) / len(tail) if tail else float("nan")
+
+
+def _mask_whole_words(tokenizer, encoded: list[list[int]], word_ids: list[list[int | None]], probability: float,
+                      picked: list[int]) -> dict:
+    """A padded batch of the ``picked`` lines with ``probability`` of their words masked, BERT's way.
+
+    Every sub-word of a drawn word is a target; 80% of the targets become ``[MASK]``, 10% a random
+    token and 10% stay, as transformers' collator does. Draws from torch's global generator.
+    """
+    import torch
+
+    batch = tokenizer.pad([{"input_ids": encoded[i]} for i in picked], return_tensors="pt")
+    input_ids = batch["input_ids"].clone()
+    targets = torch.zeros_like(input_ids, dtype=torch.bool)
+    for row, i in enumerate(picked):
+        drawn = torch.rand(max((w for w in word_ids[i] if w is not None), default=-1) + 1) < probability
+        for position, word in enumerate(word_ids[i]):
+            targets[row, position] = word is not None and bool(drawn[word])
+    batch["labels"] = torch.where(targets, input_ids, -100)
+    replaced = targets & (torch.rand(input_ids.shape) < 0.8)
+    randomized = targets & ~replaced & (torch.rand(input_ids.shape) < 0.5)
+    input_ids[replaced] = tokenizer.mask_token_id
+    input_ids[randomized] = torch.randint(len(tokenizer), (int(randomized.sum()),))
+    batch["input_ids"] = input_ids
+    return batch
 
 
 def build_tiny_parser(save_dir: str | Path, intent_labels: Sequence[str], slot_labels: Sequence[str],

@@ -169,3 +169,43 @@ def test_masked_lm_training_rejects_no_steps_no_text_and_other_encoders(tiny_ber
         train_masked_lm(tiny_bert, lines, steps)
     with pytest.raises(ValueError, match=r"trains BERT encoders .* holds a 'xlm-roberta' model"):
         train_masked_lm(tiny_xlmr_ner, ["a b"], 5)
+
+
+def test_whole_word_masking_masks_every_piece_of_a_drawn_word_and_nothing_else(tmp_path):
+    from crop_hf.demo_models import _mask_whole_words, build_tiny_bert
+
+    lines = ["remind me about the wedding tomorrow morning", "weather in paris tomorrow", "call mummy"] * 20
+    tokenizer = AutoTokenizer.from_pretrained(build_tiny_bert(tmp_path / "bert", corpus=lines))  # pieces of <= 3
+    encoded = tokenizer(lines)
+    word_ids = [encoded.word_ids(i) for i in range(len(lines))]
+    torch.manual_seed(0)
+    batch = _mask_whole_words(tokenizer, encoded["input_ids"], word_ids, 0.3, list(range(len(lines))))
+    drawn = total = 0
+    for row, words in enumerate(word_ids):
+        original = torch.tensor(encoded["input_ids"][row])
+        targets = batch["labels"][row, : len(words)] != -100
+        assert (batch["labels"][row, len(words):] == -100).all() and not targets[[0, -1]].any()  # no specials, pads
+        assert torch.equal(batch["labels"][row, : len(words)][targets], original[targets])
+        # what is not a target keeps its token
+        assert torch.equal(batch["input_ids"][row, : len(words)][~targets], original[~targets])
+        for word in set(words) - {None}:
+            pieces = targets[[position for position, w in enumerate(words) if w == word]]
+            assert pieces.all() or not pieces.any()  # a word is a target with all its pieces or not at all
+            drawn += int(pieces.all())
+            total += 1
+    assert 0.2 < drawn / total < 0.4
+    targets = batch["labels"] != -100
+    share = (batch["input_ids"][targets] == tokenizer.mask_token_id).float().mean()
+    assert 0.7 < share < 0.9  # BERT's 80% [MASK]
+
+
+def test_masked_lm_training_learns_whole_words(tmp_path):
+    from crop_hf.demo_models import build_tiny_bert, train_masked_lm
+
+    pairs = [("red", "apple"), ("yellow", "banana"), ("green", "lime"), ("purple", "grape")]
+    lines = [f"the {colour} {fruit} is sweet" for colour, fruit in pairs] * 8
+    folder = build_tiny_bert(tmp_path / "bert", corpus=lines)  # pieces of <= 3: "banana" is several
+    assert len(AutoTokenizer.from_pretrained(folder).tokenize("banana")) > 1
+    untrained = train_masked_lm(folder, lines, steps=1, batch_size=16, whole_words=True)
+    loss = train_masked_lm(folder, lines, steps=300, batch_size=16, learning_rate=3e-3, whole_words=True)
+    assert untrained > 3.0 and loss < 1.5
