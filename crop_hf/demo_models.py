@@ -365,10 +365,11 @@ def _mask_whole_words(tokenizer, encoded: list[list[int]], word_ids: list[list[i
     batch = tokenizer.pad([{"input_ids": encoded[i]} for i in picked], return_tensors="pt")
     input_ids = batch["input_ids"].clone()
     targets = torch.zeros_like(input_ids, dtype=torch.bool)
+    special = set(tokenizer.all_special_ids)  # a [SEP] inside a line has a word id too: never a target
     for row, i in enumerate(picked):
         drawn = torch.rand(max((w for w in word_ids[i] if w is not None), default=-1) + 1) < probability
         for position, word in enumerate(word_ids[i]):
-            targets[row, position] = word is not None and bool(drawn[word])
+            targets[row, position] = word is not None and encoded[i][position] not in special and bool(drawn[word])
     batch["labels"] = torch.where(targets, input_ids, -100)
     replaced = targets & (torch.rand(input_ids.shape) < 0.8)
     randomized = targets & ~replaced & (torch.rand(input_ids.shape) < 0.5)

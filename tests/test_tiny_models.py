@@ -199,6 +199,21 @@ def test_whole_word_masking_masks_every_piece_of_a_drawn_word_and_nothing_else(t
     assert 0.7 < share < 0.9  # BERT's 80% [MASK]
 
 
+def test_whole_word_masking_never_masks_a_separator_inside_a_line(tmp_path):
+    from crop_hf.demo_models import _mask_whole_words, build_tiny_bert
+
+    lines = ["mera alarm set karo [SEP] set my alarm"] * 4
+    tokenizer = AutoTokenizer.from_pretrained(build_tiny_bert(tmp_path / "bert", corpus=lines))
+    encoded = tokenizer(lines)
+    word_ids = [encoded.word_ids(i) for i in range(len(lines))]
+    inner = encoded["input_ids"][0].index(tokenizer.sep_token_id)
+    assert word_ids[0][inner] is not None  # the fast tokenizer counts it as a word
+    batch = _mask_whole_words(tokenizer, encoded["input_ids"], word_ids, 1.0, [0, 1])
+    targets = batch["labels"][0] != -100
+    assert not targets[inner] and batch["input_ids"][0, inner] == tokenizer.sep_token_id
+    assert targets.sum() == len(encoded["input_ids"][0]) - 3  # every other piece but [CLS] and the final [SEP]
+
+
 def test_masked_lm_training_learns_whole_words(tmp_path):
     from crop_hf.demo_models import build_tiny_bert, train_masked_lm
 
