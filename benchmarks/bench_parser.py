@@ -209,10 +209,9 @@ How each setting was chosen (and on which data):
 * the masked-LM steps mask sub-words (``--no-pretrain_whole_words``, ``--no-pretrain_pairs``) and
   ``--lr 3e-3`` stays after them: the **dev split**, in a later session's runs (same columns, on top
   of the kept 2,000 sub-word steps; CPU-s the parser's + the masked-LM steps', two runs sharing the
-  two cores; "whole words" masks
-  every sub-word of a drawn word, ``train_masked_lm(whole_words=True)``; "pairs" makes each line a
-  train row's two sides joined by ``[SEP]``, 32 pairs a step, so that a masked word can be read off
-  the translation, a translation LM):
+  two cores; "whole words" masks every sub-word of a drawn word, ``train_masked_lm(whole_words=True)``;
+  "pairs" makes each line a train row's two sides joined by ``[SEP]``, 32 pairs a step, so that a
+  masked word can be read off the translation, a translation LM):
 
       setting                                                     seed  best  flat  nested  last 8  CPU-s
       masked-LM 2,000 steps, sub-words (kept, as above)           42  55.8  59.4    31.6    55.1    291 + 251
