@@ -296,6 +296,123 @@ def test_dev_split_is_seeded_stratified_and_disjoint_from_train():
         dev_split(rows, 0, seed=3)
 
 
+
+def test_dev_split_sizes_at_their_edges():
+    import datasets
+
+    from crop_hf.parsing.data import dev_split
+
+    intents = ["A"] * 4 + ["B"] * 2 + ["C"]
+    rows = datasets.Dataset.from_dict({"intent": intents})
+    dev = [intents[i] for i in dev_split(rows, 0.6, seed=0)[1]]
+    # A: round(2.4) = 2; B: round(1.2) = 1 of its 2; C: round(0.6) = 1, but an intent's last row stays in train
+    assert (dev.count("A"), dev.count("B"), dev.count("C")) == (2, 1, 0)
+    assert len(dev_split(rows, 1, seed=0)[1]) == 1  # 1 is one row, not the fraction 1.0
+    assert dev_split(datasets.Dataset.from_dict({"intent": []}), 0.5, seed=0) == ([], [])
+
+
+def test_label_sets_read_the_trees_of_every_part_past_unreadable_ones():
+    import datasets
+
+    from crop_hf.parsing.data import label_sets
+
+    flat = datasets.Dataset.from_dict({"tokens": [["hi"]], "intent": ["GREET"], "slot_tags": [["O"]]})
+    trees = datasets.Dataset.from_dict({
+        "tokens": [["x"], ["x", "y"]], "intent": ["A", "A"], "slot_tags": [["O"], ["O", "B-B"]],
+        "parse": ["[IN:A x [SL:B", "[IN:A x [SL:B [IN:C [SL:D y ] ] ] ]"]})  # the first one is cut off
+    intents, tags = label_sets([flat, trees], nested=True)
+    assert intents == ["A", "C", "GREET"] and tags == ["O", "B-B", "I-B", "B-D", "I-D"]
+    assert label_sets([flat, trees]) == (["A", "GREET"], ["O", "B-B", "I-B"])  # flat: top level only
+
+
+def test_frame_from_targets_refuses_targets_without_their_labels():
+    from crop_hf.parsing.data import frame_from_targets
+
+    with pytest.raises(ValueError):
+        frame_from_targets("A", ["O", "B-B"], [[1, 2, 1]], [], ["A", "C"], ["O", "B-B", "I-B"])
+
+
+def _hand_model(max_intent_depth: int = 2, intents=("A", "B", "C", "D")):
+    """A one-layer hierarchical parser without dropout over 8-wide states (its weights left to the caller)."""
+    from transformers import BertConfig
+
+    from crop_hf.modeling import JointIntentSlotModel, JointParserConfig
+
+    encoder = BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8,
+                         vocab_size=20).to_dict()
+    torch.manual_seed(0)
+    config = JointParserConfig(encoder=encoder, intent_labels=list(intents), slot_labels=["O", "B-L", "I-L"],
+                               max_intent_depth=max_intent_depth, top_tagger="shared", classifier_dropout=0.0)
+    return JointIntentSlotModel(config).eval()
+
+
+def test_nested_loss_leaves_out_spans_past_the_kept_words_and_needs_labels_for_inner_targets():
+    model = _hand_model()
+    word_hidden = torch.randn(2, 4, 8)
+    word_mask = torch.tensor([[True, True, True, False], [True, True, True, True]])  # row 0 was cut to 3 words
+    spans = torch.tensor([[0, 1, 3, 0, 2], [1, 0, 4, 0, 0]])  # [row, start, end, slot name, 0 or 1 + intent]
+    inner = torch.tensor([[0, 1, 3, 1]])  # [row, start, end, intent]
+    labels = torch.tensor([[1, 2]])
+    # a span and an inner intent reaching past row 0's 3 kept words (slot name and intent 0, under 3)
+    past_span, past_inner = torch.tensor([[0, 2, 4, 0, 1]]), torch.tensor([[0, 2, 4, 0]])
+    loss = model.nested_loss(word_hidden, word_mask, spans, inner, labels)
+    with_past = model.nested_loss(word_hidden, word_mask, torch.cat([spans, past_span]), torch.cat([inner, past_inner]),
+                                  torch.tensor([[1, 2], [1, 2]]))
+    assert torch.allclose(loss, with_past)
+    spans_only = model.nested_loss(word_hidden, word_mask, spans, None, None)
+    inner_only = model.nested_loss(word_hidden, word_mask, None, inner, labels)
+    assert 0 < spans_only < loss and 0 < inner_only < loss
+    assert torch.allclose(spans_only + inner_only, loss)
+    empty = torch.zeros(0, 5, dtype=torch.long)
+    assert model.nested_loss(word_hidden, word_mask, empty, None, None).item() == 0.0
+    with pytest.raises(ValueError, match="inner_targets need inner_labels"):
+        model.nested_loss(word_hidden, word_mask, spans, inner, None)
+
+
+def _set_shared_tagger(model, tag_scores_by_intent: dict[int, list[float]], intent_bias: list[float]) -> None:
+    """Tag scores that depend on the intent alone, and intent scores that depend on nothing."""
+    with torch.no_grad():
+        model.inner_projection.weight.zero_(), model.inner_projection.bias.zero_()
+        model.inner_slot_classifier.bias.zero_()
+        model.inner_intent_embeddings.weight.zero_()
+        model.inner_slot_classifier.weight.zero_()
+        for intent, scores in tag_scores_by_intent.items():
+            model.inner_intent_embeddings.weight[intent, intent].fill_(1.0)
+            model.inner_slot_classifier.weight[:, intent] = torch.tensor(scores)
+        model.intent_classifier.weight.zero_()
+        model.intent_classifier.bias.copy_(torch.tensor(intent_bias))
+        for parameter in (model.inner_crf.transitions, model.inner_crf.start_transitions,
+                          model.inner_crf.end_transitions):
+            parameter.zero_()
+
+
+def _decode_one(model, words: int):
+    batch = {"input_ids": torch.tensor([[1] + [5] * words + [2]]),
+             "attention_mask": torch.ones(1, words + 2, dtype=torch.long),
+             "word_index": torch.tensor([[-1, *range(words), -1]])}
+    (parsed,) = model.decode(model(**batch))
+    return parsed
+
+
+def test_decoding_weighs_the_three_likeliest_intents_only():
+    model = _hand_model()
+    # D, the least likely intent, is the only one under which the word is surely an L; A-C leave it open
+    _set_shared_tagger(model, {3: [0.0, 8.0, 0.0]}, [0.3, 0.2, 0.1, 0.0])
+    parsed = _decode_one(model, 1)
+    assert parsed.intent_id == 0  # D is outside the three candidates, however sure its tags
+    _set_shared_tagger(model, {2: [0.0, 8.0, 0.0]}, [0.3, 0.2, 0.1, 0.0])
+    assert _decode_one(model, 1).intent_id == 2  # C is a candidate: its sure tags win
+
+
+def test_top_level_decoding_of_the_shared_tagger_follows_its_crf_transitions():
+    model = _hand_model()
+    _set_shared_tagger(model, {}, [1.0, 0.0, 0.0, 0.0])  # every tag equally likely at every word
+    with torch.no_grad():  # only the transitions choose: start with B-L, then I-L
+        model.inner_crf.start_transitions[1] = 3.0
+        model.inner_crf.transitions[1, 2] = 3.0
+    assert _decode_one(model, 2).slot_ids == [1, 2]
+
+
 def test_training_selects_on_the_dev_split_and_refuses_to_select_on_a_reported_one(tiny_bert, tmp_path):
     import datasets
 

@@ -350,11 +350,8 @@ class JointIntentSlotModel(PreTrainedModel):
                 raise ValueError("inner_targets need inner_labels (the tags of each nested intent's words)")
             keep = inner_targets[:, 2] <= lengths[inner_targets[:, 0]]
             kept, labels = inner_targets[keep], inner_labels[keep]
-            if len(kept):
+            if len(kept):  # slot_loss fits the labels' width to the kept spans' longest
                 emissions, mask = self.inner_emissions(word_hidden, kept)
-                labels = labels[:, : mask.shape[1]]
-                if labels.shape[1] < mask.shape[1]:
-                    labels = nn.functional.pad(labels, (0, mask.shape[1] - labels.shape[1]), value=-100)
                 loss = loss + self.config.slot_loss_weight * self.slot_loss(emissions, mask, labels, self.inner_crf)
         return loss
 
