@@ -109,6 +109,15 @@ MODULES: dict[str, Module] = {
     "synthesis.runner": Module("crop_hf/synthesis/runner.py"),
     "synthesis.config": Module("crop_hf/synthesis/config.py"),
     "parsing.substitution": Module("crop_hf/parsing/substitution.py"),
+    "parsing.data": Module("crop_hf/parsing/data.py", (
+        "split_side", "_tree_labels", "label_sets", "frame_targets", "frame_from_targets", "row_frames", "dev_split",
+        "encode_rows*"), "rows, labels, nested targets and the dev split; load_parse_rows reads a source spec"),
+    "modeling.joint (decoder)": Module("crop_hf/modeling/modeling_joint.py", (
+        "_tag_spans", "JointIntentSlotModel.compact", "JointIntentSlotModel.forward", "JointIntentSlotModel._gather",
+        "JointIntentSlotModel.span_logits", "JointIntentSlotModel.inner_emissions", "JointIntentSlotModel.nested_loss",
+        "JointIntentSlotModel.slot_loss", "JointIntentSlotModel._conditioned_emissions", "JointIntentSlotModel.decode",
+        "JointIntentSlotModel._decode_with_intents", "JointIntentSlotModel._decode_nested"),
+        "losses and decoding, flat and hierarchical; __init__, weight init and from_encoder are wiring"),
 }
 
 _NAME = re.compile(r"^(?P<module>.+?)\.x(?:ǁ(?P<cls>[^ǁ]+)ǁ|_)(?P<func>.+)__mutmut_(?P<n>\d+)$")
