@@ -255,6 +255,39 @@ def test_unrepresentable_training_trees_are_counted_with_file_and_line(tiny_bert
     assert scores["unrepresentable"]["examples"][0].startswith("bad (validation):2: ")
 
 
+
+def test_row_frames_read_flat_rows_and_count_each_bad_tree_with_where_it_came_from():
+    import datasets
+
+    from crop_hf.data.readers import SkippedRecords
+    from crop_hf.parsing.data import row_frames
+
+    flat = datasets.Dataset.from_dict({"tokens": [["weather", "in", "pune"]], "intent": ["GET_WEATHER"],
+                                       "slot_tags": [["O", "O", "B-LOCATION"]]})
+    assert row_frames(flat, 2) == [IntentFrame("GET_WEATHER", ["O", "O", "B-LOCATION"])]  # no parse column
+    trees = ["[IN:A x [SL:B y ] ]", "[IN:A z ]", "[IN:A x [SL:B", "[IN:A x [SL:B ] ]", "[IN:A x [SL:B"]
+    rows = {"tokens": [["x", "y"], ["x"], ["x"], ["x"], ["x"]], "parse": trees,
+            "source": ["C:/data/train.tsv:7", "C:/data/train.tsv:8", "C:/data/train.tsv:9", "hub:toy", ""]}
+    skipped = SkippedRecords()
+    frames = row_frames(datasets.Dataset.from_dict(rows), 2, where="toy (train)", skipped=skipped)
+    assert frames == [IntentFrame("A", ["O", "B-B"])] + [None] * 4
+    assert dict(skipped.counts) == {"tokens": 1, "parse": 2, "empty_slot": 1}
+    assert skipped.examples == [
+        # the line number after the last colon (a Windows path keeps its own)
+        "C:/data/train.tsv:8: expected a tree the model can represent, found \"the parse's words differ from the "
+        "row's tokens: [IN:A z ]\"",
+        "C:/data/train.tsv:9: expected a well-formed bracket parse, found \"'[SL:B' is never closed at character "
+        "8:\\n  [IN:A x [SL:B\\n          ^\"",
+        "hub:toy:0: expected a tree the model can represent, found \"slot 'SL:B' is empty in [IN:A x [SL:B ] ]\"",
+        "toy (train):5: expected a well-formed bracket parse, found \"'[SL:B' is never closed at character 8:\\n"
+        "  [IN:A x [SL:B\\n          ^\""]  # a source without a line number: 0; none at all: the row's number
+    del rows["source"]
+    skipped = SkippedRecords()
+    assert row_frames(datasets.Dataset.from_dict(rows), 2, skipped=skipped)[1:] == [None] * 4
+    assert skipped.examples[0].startswith("rows:2: ") and skipped.total == 4
+    assert row_frames(datasets.Dataset.from_dict(rows), 2)[1:] == [None] * 4  # nothing to count them in: still no error
+
+
 def test_evaluate_parser_command_reports_nested_gold_trees(tiny_bert, tmp_path, capsys, monkeypatch):
     import datasets
 
@@ -411,6 +444,36 @@ def test_top_level_decoding_of_the_shared_tagger_follows_its_crf_transitions():
         model.inner_crf.start_transitions[1] = 3.0
         model.inner_crf.transitions[1, 2] = 3.0
     assert _decode_one(model, 2).slot_ids == [1, 2]
+
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_decoding_nests_no_deeper_than_max_intent_depth(depth):
+    model = _hand_model(max_intent_depth=depth)
+    _set_shared_tagger(model, {0: [0.0, 8.0, 0.0], 1: [0.0, 8.0, 0.0]}, [1.0, 0.0, 0.0, 0.0])
+    with torch.no_grad():  # every slot holds intent B, whose word is again a slot
+        model.nested_intent_classifier.weight.zero_()
+        model.nested_intent_classifier.bias.copy_(torch.tensor([0.0, 0.0, 8.0, 0.0, 0.0]))
+    parsed = _decode_one(model, 1)
+    levels, nodes = 1, parsed.nested
+    while nodes:
+        assert [(n.start, n.end, n.intent_id, n.slot_ids) for n in nodes] == [(0, 1, 1, [1])]
+        levels, nodes = levels + 1, nodes[0].nested
+    assert (parsed.intent_id, parsed.slot_ids, levels) == (0, [1], depth)
+
+
+def test_span_scores_read_every_word_of_a_span_up_to_the_last_one():
+    model = _hand_model()
+    word_hidden = torch.randn(1, 3, 8)
+    span = torch.tensor([[0, 1, 3, 0]])  # the batch's last two words
+    before = model.span_logits(word_hidden, span)
+    for word in (1, 2):
+        changed = word_hidden.clone()
+        changed[0, word] += 1.0
+        assert not torch.allclose(model.span_logits(changed, span), before)
+    changed = word_hidden.clone()
+    changed[0, 0] += 1.0  # outside the span
+    assert torch.allclose(model.span_logits(changed, span), before)
 
 
 def test_training_selects_on_the_dev_split_and_refuses_to_select_on_a_reported_one(tiny_bert, tmp_path):
