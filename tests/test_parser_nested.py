@@ -396,6 +396,10 @@ def test_nested_loss_leaves_out_spans_past_the_kept_words_and_needs_labels_for_i
     inner_only = model.nested_loss(word_hidden, word_mask, None, inner, labels)
     assert 0 < spans_only < loss and 0 < inner_only < loss
     assert torch.allclose(spans_only + inner_only, loss)
+    with torch.no_grad():  # the inner tags are scored by the inner tagger's CRF
+        model.inner_crf.transitions[1, 2] += 2.0
+    assert not torch.allclose(model.nested_loss(word_hidden, word_mask, None, inner, labels), inner_only)
+    assert torch.allclose(model.nested_loss(word_hidden, word_mask, spans, None, None), spans_only)
     empty = torch.zeros(0, 5, dtype=torch.long)
     assert model.nested_loss(word_hidden, word_mask, empty, None, None).item() == 0.0
     with pytest.raises(ValueError, match="inner_targets need inner_labels"):
@@ -448,19 +452,26 @@ def test_top_level_decoding_of_the_shared_tagger_follows_its_crf_transitions():
 
 
 @pytest.mark.parametrize("depth", [2, 3])
-def test_decoding_nests_no_deeper_than_max_intent_depth(depth):
+def test_decoding_nests_no_deeper_than_max_intent_depth_and_multiplies_every_decision(depth):
     model = _hand_model(max_intent_depth=depth)
-    _set_shared_tagger(model, {0: [0.0, 8.0, 0.0], 1: [0.0, 8.0, 0.0]}, [1.0, 0.0, 0.0, 0.0])
-    with torch.no_grad():  # every slot holds intent B, whose word is again a slot
+    _set_shared_tagger(model, {}, [1.0, 0.0, 0.0, 0.0])  # tag scores all 0: the CRF's transitions choose
+    with torch.no_grad():  # B-L then I-L at every level; every slot holds intent B, with a probability under 1
+        model.inner_crf.start_transitions[1] = 2.0
+        model.inner_crf.transitions[1, 2] = 2.0
         model.nested_intent_classifier.weight.zero_()
-        model.nested_intent_classifier.bias.copy_(torch.tensor([0.0, 0.0, 8.0, 0.0, 0.0]))
-    parsed = _decode_one(model, 1)
+        model.nested_intent_classifier.bias.copy_(torch.tensor([0.0, 0.0, 2.0, 0.0, 0.0]))
+    parsed = _decode_one(model, 2)
     levels, nodes = 1, parsed.nested
     while nodes:
-        assert [(n.start, n.end, n.intent_id, n.slot_ids) for n in nodes] == [(0, 1, 1, [1])]
+        assert [(n.start, n.end, n.intent_id, n.slot_ids) for n in nodes] == [(0, 2, 1, [1, 2])]
         levels, nodes = levels + 1, nodes[0].nested
-    assert (parsed.intent_id, parsed.slot_ids, levels) == (0, [1], depth)
-
+    assert (parsed.intent_id, parsed.slot_ids, levels) == (0, [1, 2], depth)
+    # every level below the top: the decision "holds B" times B's tags
+    decision = torch.tensor([0.0, 0.0, 2.0, 0.0, 0.0]).softmax(-1)[2].item()
+    tags = model._viterbi(torch.zeros(1, 2, 3), torch.ones(1, 2, dtype=torch.bool), model.inner_crf)[1].exp().item()
+    assert 0.3 < decision < 0.9 and 0.3 < tags < 0.95
+    assert parsed.slot_probability == pytest.approx(tags)
+    assert parsed.nested_probability == pytest.approx((decision * tags) ** (depth - 1))
 
 def test_span_scores_read_every_word_of_a_span_up_to_the_last_one():
     model = _hand_model()
@@ -474,6 +485,22 @@ def test_span_scores_read_every_word_of_a_span_up_to_the_last_one():
     changed = word_hidden.clone()
     changed[0, 0] += 1.0  # outside the span
     assert torch.allclose(model.span_logits(changed, span), before)
+    # the words' mean, first and last: a word said twice scores as the word once
+    twice = torch.randn(8).expand(1, 2, 8)
+    assert torch.allclose(model.span_logits(twice, torch.tensor([[0, 0, 2, 0]])),
+                          model.span_logits(twice, torch.tensor([[0, 0, 1, 0]])), atol=1e-6)
+
+
+def test_the_slot_name_enters_the_nested_intent_decision():
+    model = _hand_model()
+    with torch.no_grad():  # words say nothing; slot name 0 points at "holds intent B" (class 2)
+        model.span_projection.weight.zero_(), model.span_projection.bias.zero_()
+        model.slot_name_embeddings.weight.zero_()
+        model.slot_name_embeddings.weight[0, 0] = 3.0
+        model.nested_intent_classifier.weight.zero_(), model.nested_intent_classifier.bias.zero_()
+        model.nested_intent_classifier.weight[2, 0] = 1.0
+    logits = model.span_logits(torch.randn(1, 2, 8), torch.tensor([[0, 0, 2, 0]]))
+    assert logits.argmax(-1).item() == 2 and logits[0, 2] > 2.5
 
 
 def test_training_selects_on_the_dev_split_and_refuses_to_select_on_a_reported_one(tiny_bert, tmp_path):
