@@ -491,6 +491,58 @@ def test_span_scores_read_every_word_of_a_span_up_to_the_last_one():
                           model.span_logits(twice, torch.tensor([[0, 0, 1, 0]])), atol=1e-6)
 
 
+
+@pytest.mark.parametrize("top_tagger", ["words", "intent", "shared"])
+def test_the_slot_loss_is_the_top_crfs_mean_negative_log_likelihood(top_tagger):
+    from transformers import BertConfig
+
+    from crop_hf.modeling import JointIntentSlotModel, JointParserConfig
+
+    encoder = BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8,
+                         vocab_size=20).to_dict()
+    torch.manual_seed(0)
+    model = JointIntentSlotModel(JointParserConfig(encoder=encoder, intent_labels=["A", "B"],
+                                                   slot_labels=["O", "B-L", "I-L"], max_intent_depth=2,
+                                                   top_tagger=top_tagger, classifier_dropout=0.0)).eval()
+    top = model.inner_crf if top_tagger == "shared" else model.crf
+    with torch.no_grad():
+        for crf in (model.crf, model.inner_crf):
+            if crf is not None:
+                crf.transitions.normal_(0, 1.0)
+    emissions = torch.randn(2, 3, 3)
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    labels = torch.tensor([[1, 2, 0], [0, 1, -100]])
+    expected = -top.log_likelihood(emissions, labels, mask).sum() / 2
+    assert torch.allclose(model.slot_loss(emissions, mask, labels), expected)  # by default: the top level's CRF
+    inner = -model.inner_crf.log_likelihood(emissions, labels, mask).sum() / 2
+    assert torch.allclose(model.slot_loss(emissions, mask, labels, model.inner_crf), inner)
+    # labels narrower than the words: the words past them must be padding
+    two_words = torch.tensor([[True, True, False]] * 2)
+    assert torch.allclose(model.slot_loss(emissions, two_words, labels[:, :2]),
+                          model.slot_loss(emissions, two_words, torch.tensor([[1, 2, 0], [0, 1, 0]])))
+    with pytest.raises(ValueError, match="label every word"):
+        model.slot_loss(emissions, mask, torch.tensor([[1, -100, 0], [0, 1, -100]]))
+
+
+def test_inner_levels_use_the_inner_taggers_layers_when_the_top_has_its_own():
+    from transformers import BertConfig
+
+    from crop_hf.modeling import JointIntentSlotModel, JointParserConfig
+
+    encoder = BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8,
+                         vocab_size=20).to_dict()
+    model = JointIntentSlotModel(JointParserConfig(encoder=encoder, intent_labels=["A", "B"],
+                                                   slot_labels=["O", "B-L", "I-L"], max_intent_depth=2,
+                                                   top_tagger="intent", classifier_dropout=0.0)).eval()
+    with torch.no_grad():
+        model.inner_slot_classifier.weight.zero_(), model.inner_slot_classifier.bias.zero_()
+        model.top_slot_classifier.bias.fill_(1.0)
+    word_hidden = torch.randn(1, 3, 8)
+    emissions, mask = model.inner_emissions(word_hidden, torch.tensor([[0, 0, 2, 1]]))
+    assert mask.tolist() == [[True, True]] and not emissions.any()
+    assert model.top_emissions(word_hidden, torch.tensor([1])).abs().sum() > 0
+
+
 def test_the_slot_name_enters_the_nested_intent_decision():
     model = _hand_model()
     with torch.no_grad():  # words say nothing; slot name 0 points at "holds intent B" (class 2)

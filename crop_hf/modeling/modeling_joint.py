@@ -359,9 +359,10 @@ class JointIntentSlotModel(PreTrainedModel):
                   crf: ConstrainedCRF | str | None = "top") -> torch.Tensor:
         """Mean negative log-likelihood (CRF) or cross-entropy per word (no CRF) of word-level ``labels``.
 
-        ``crf``: the top-level CRF by default, or another one (the inner tagger's).
+        ``crf``: the top level's CRF by default (the inner tagger's with ``top_tagger="shared"``), or
+        another one.
         """
-        crf = self.crf if isinstance(crf, str) else crf
+        crf = self._top_crf if isinstance(crf, str) else crf
         words = emissions.shape[1]
         if labels.shape[1] < words:
             labels = nn.functional.pad(labels, (0, words - labels.shape[1]), value=-100)
