@@ -358,6 +358,20 @@ def test_label_sets_read_the_trees_of_every_part_past_unreadable_ones():
     assert label_sets([flat, trees]) == (["A", "GREET"], ["O", "B-B", "I-B"])  # flat: top level only
 
 
+
+def test_label_sets_keep_a_trained_models_labels_first_and_sources_name_their_side():
+    from types import SimpleNamespace
+
+    import datasets
+
+    from crop_hf.parsing.data import label_sets, split_side
+
+    rows = datasets.Dataset.from_dict({"tokens": [["hi", "bob"]], "intent": ["GREET"], "slot_tags": [["O", "B-NAME"]]})
+    trained = SimpleNamespace(intent_labels=["WAVE"], slot_labels=["O", "B-TIME", "I-TIME"])
+    assert label_sets([rows], trained) == (["WAVE", "GREET"], ["O", "B-TIME", "I-TIME", "B-NAME", "I-NAME"])
+    assert split_side("hinglish_top#en") == ("hinglish_top", "en") and split_side("cstop") == ("cstop", None)
+
+
 def test_frame_from_targets_refuses_targets_without_their_labels():
     from crop_hf.parsing.data import frame_from_targets
 
