@@ -366,9 +366,16 @@ def test_label_sets_keep_a_trained_models_labels_first_and_sources_name_their_si
 
     from crop_hf.parsing.data import label_sets, split_side
 
-    rows = datasets.Dataset.from_dict({"tokens": [["hi", "bob"]], "intent": ["GREET"], "slot_tags": [["O", "B-NAME"]]})
+    rows = datasets.Dataset.from_dict({"tokens": [["hi", "bob", "now"]], "intent": ["GREET"],
+                                       "slot_tags": [["O", "B-NAME", "B-TIME"]]})
     trained = SimpleNamespace(intent_labels=["WAVE"], slot_labels=["O", "B-TIME", "I-TIME"])
     assert label_sets([rows], trained) == (["WAVE", "GREET"], ["O", "B-TIME", "I-TIME", "B-NAME", "I-NAME"])
+    odd = datasets.Dataset.from_dict({"tokens": [["w"] * 7], "intent": ["GREET"],
+                                      "slot_tags": [["B-", "I-", "S-NAME", "E-NAME", "X", "Y", "B-OK"]]})
+    with pytest.raises(ValueError) as error:
+        label_sets([odd])
+    assert str(error.value) == ("slot tags must be IOB2 (O, B-NAME, I-NAME); found ['B-', 'E-NAME', 'I-', 'S-NAME', "
+                                "'X'] (convert BIOES or other schemes with crop_hf.labels first)")
     assert split_side("hinglish_top#en") == ("hinglish_top", "en") and split_side("cstop") == ("cstop", None)
 
 
