@@ -19,9 +19,11 @@ Run time: mutmut first runs the selected test files once (about 1.5 minutes), th
 The scope of 2026-12-02 took about 15 minutes on an idle 2-core AMD EPYC (14 min 40 s wall, 4,090
 mutants; 51 minutes before the savings below); the nine modules added on 2026-12-03 (issue 32) add
 3,335 mutants, about 52 minutes on their own on 2 shared cores (mostly translation.backends, whose
-mutants convert checkpoints; ``mutation_scores.md``). A mutant's process costs about 0.1 s beyond
-its tests: pytest's unraisableexception plugin, whose ``gc.collect()`` calls walked the heap that
-torch and transformers fill (0.9 of the 1.1 s each mutant took), is off under mutmut
+mutants convert checkpoints; ``mutation_scores.md``). The two added on 2026-12-04 (issue 28's
+nested parser: parsing.data and the joint model's losses and decoding) add 744 mutants, about two
+hours: most reach tests that train tiny parsers, so each survivor costs 20-60 s. A mutant's process
+costs about 0.1 s beyond its tests: pytest's unraisableexception plugin, whose ``gc.collect()``
+calls walked the heap that torch and transformers fill (0.9 of the 1.1 s each mutant took), is off under mutmut
 (``pytest_add_cli_args`` in ``setup.cfg``); ``tests/conftest.py`` runs a mutant's tests fastest
 first; the tiny models of the test fixtures are built once by the unmutated stats run and reused
 by every mutant's process (``tests/tiny_models.session_model``); and the documented equivalent
@@ -110,14 +112,16 @@ MODULES: dict[str, Module] = {
     "synthesis.config": Module("crop_hf/synthesis/config.py"),
     "parsing.substitution": Module("crop_hf/parsing/substitution.py"),
     "parsing.data": Module("crop_hf/parsing/data.py", (
-        "split_side", "_tree_labels", "label_sets", "frame_targets", "frame_from_targets", "row_frames", "dev_split",
-        "encode_rows*"), "rows, labels, nested targets and the dev split; load_parse_rows reads a source spec"),
+        "split_side", "_tree_labels", "label_sets", "frame_targets", "frame_from_targets", "row_frames", "dev_split"),
+        "rows, labels, nested targets and the dev split; load_parse_rows reads a source spec, encode_rows is "
+        "wiring that the training tests run end to end"),
     "modeling.joint (decoder)": Module("crop_hf/modeling/modeling_joint.py", (
-        "_tag_spans", "JointIntentSlotModel.compact", "JointIntentSlotModel.forward", "JointIntentSlotModel._gather",
+        "_tag_spans", "JointIntentSlotModel._gather",
         "JointIntentSlotModel.span_logits", "JointIntentSlotModel.inner_emissions", "JointIntentSlotModel.nested_loss",
         "JointIntentSlotModel.slot_loss", "JointIntentSlotModel._conditioned_emissions", "JointIntentSlotModel.decode",
         "JointIntentSlotModel._decode_with_intents", "JointIntentSlotModel._decode_nested"),
-        "losses and decoding, flat and hierarchical; __init__, weight init and from_encoder are wiring"),
+        "losses and decoding, flat and hierarchical; forward, __init__, weight init and from_encoder are wiring "
+        "that every parser test runs, compact has a test of its own"),
 }
 
 _NAME = re.compile(r"^(?P<module>.+?)\.x(?:ǁ(?P<cls>[^ǁ]+)ǁ|_)(?P<func>.+)__mutmut_(?P<n>\d+)$")
