@@ -537,6 +537,12 @@ def test_the_slot_loss_is_the_top_crfs_mean_negative_log_likelihood(top_tagger):
     assert torch.allclose(model.slot_loss(emissions, mask, labels), expected)  # by default: the top level's CRF
     inner = -model.inner_crf.log_likelihood(emissions, labels, mask).sum() / 2
     assert torch.allclose(model.slot_loss(emissions, mask, labels, model.inner_crf), inner)
+    # the nested levels' loss is the inner CRF's, whichever tagger the top level has
+    word_hidden, spans, span_labels = torch.randn(1, 3, 8), torch.tensor([[0, 0, 2, 1]]), torch.tensor([[1, 2]])
+    span_emissions, span_mask = model.inner_emissions(word_hidden, spans)
+    expected = -model.inner_crf.log_likelihood(span_emissions, span_labels, span_mask).sum()
+    loss = model.nested_loss(word_hidden, torch.ones(1, 3, dtype=torch.bool), None, spans, span_labels)
+    assert torch.allclose(loss, model.config.slot_loss_weight * expected)
     # labels narrower than the words: the words past them must be padding
     two_words = torch.tensor([[True, True, False]] * 2)
     assert torch.allclose(model.slot_loss(emissions, two_words, labels[:, :2]),
