@@ -23,8 +23,8 @@ mutants convert checkpoints; ``mutation_scores.md``). The two added on 2026-12-0
 nested parser: parsing.data and the joint model's losses and decoding) add 744 mutants, about two
 hours: most reach tests that train tiny parsers, so each survivor costs 20-60 s. A mutant's process
 costs about 0.1 s beyond its tests: pytest's unraisableexception plugin, whose ``gc.collect()``
-calls walked the heap that torch and transformers fill (0.9 of the 1.1 s each mutant took), is off under mutmut
-(``pytest_add_cli_args`` in ``setup.cfg``); ``tests/conftest.py`` runs a mutant's tests fastest
+calls walked the heap that torch and transformers fill (0.9 of the 1.1 s each mutant took), is off
+under mutmut (``pytest_add_cli_args`` in ``setup.cfg``); ``tests/conftest.py`` runs a mutant's tests fastest
 first; the tiny models of the test fixtures are built once by the unmutated stats run and reused
 by every mutant's process (``tests/tiny_models.session_model``); and the documented equivalent
 mutants are not run (each would run every test that reaches its function, and survive;

@@ -255,7 +255,6 @@ def test_unrepresentable_training_trees_are_counted_with_file_and_line(tiny_bert
     assert scores["unrepresentable"]["examples"][0].startswith("bad (validation):2: ")
 
 
-
 def test_row_frames_read_flat_rows_and_count_each_bad_tree_with_where_it_came_from():
     import datasets
 
@@ -329,7 +328,6 @@ def test_dev_split_is_seeded_stratified_and_disjoint_from_train():
         dev_split(rows, 0, seed=3)
 
 
-
 def test_dev_split_sizes_at_their_edges():
     import datasets
 
@@ -356,7 +354,6 @@ def test_label_sets_read_the_trees_of_every_part_past_unreadable_ones():
     intents, tags = label_sets([flat, trees], nested=True)
     assert intents == ["A", "C", "GREET"] and tags == ["O", "B-B", "I-B", "B-D", "I-D"]
     assert label_sets([flat, trees]) == (["A", "GREET"], ["O", "B-B", "I-B"])  # flat: top level only
-
 
 
 def test_label_sets_keep_a_trained_models_labels_first_and_sources_name_their_side():
@@ -386,7 +383,7 @@ def test_frame_from_targets_refuses_targets_without_their_labels():
         frame_from_targets("A", ["O", "B-B"], [[1, 2, 1]], [], ["A", "C"], ["O", "B-B", "I-B"])
 
 
-def _hand_model(max_intent_depth: int = 2, intents=("A", "B", "C", "D")):
+def _hand_model(max_intent_depth: int = 2, intents=("A", "B", "C", "D"), top_tagger: str = "shared"):
     """A one-layer hierarchical parser without dropout over 8-wide states (its weights left to the caller)."""
     from transformers import BertConfig
 
@@ -396,7 +393,7 @@ def _hand_model(max_intent_depth: int = 2, intents=("A", "B", "C", "D")):
                          vocab_size=20).to_dict()
     torch.manual_seed(0)
     config = JointParserConfig(encoder=encoder, intent_labels=list(intents), slot_labels=["O", "B-L", "I-L"],
-                               max_intent_depth=max_intent_depth, top_tagger="shared", classifier_dropout=0.0)
+                               max_intent_depth=max_intent_depth, top_tagger=top_tagger, classifier_dropout=0.0)
     return JointIntentSlotModel(config).eval()
 
 
@@ -471,7 +468,6 @@ def test_top_level_decoding_of_the_shared_tagger_follows_its_crf_transitions():
     assert _decode_one(model, 2).slot_ids == [1, 2]
 
 
-
 @pytest.mark.parametrize("depth", [2, 3])
 def test_decoding_nests_no_deeper_than_max_intent_depth_and_multiplies_every_decision(depth):
     model = _hand_model(max_intent_depth=depth)
@@ -512,19 +508,9 @@ def test_span_scores_read_every_word_of_a_span_up_to_the_last_one():
                           model.span_logits(twice, torch.tensor([[0, 0, 1, 0]])), atol=1e-6)
 
 
-
 @pytest.mark.parametrize("top_tagger", ["words", "intent", "shared"])
 def test_the_slot_loss_is_the_top_crfs_mean_negative_log_likelihood(top_tagger):
-    from transformers import BertConfig
-
-    from crop_hf.modeling import JointIntentSlotModel, JointParserConfig
-
-    encoder = BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8,
-                         vocab_size=20).to_dict()
-    torch.manual_seed(0)
-    model = JointIntentSlotModel(JointParserConfig(encoder=encoder, intent_labels=["A", "B"],
-                                                   slot_labels=["O", "B-L", "I-L"], max_intent_depth=2,
-                                                   top_tagger=top_tagger, classifier_dropout=0.0)).eval()
+    model = _hand_model(intents=("A", "B"), top_tagger=top_tagger)
     top = model.inner_crf if top_tagger == "shared" else model.crf
     with torch.no_grad():
         for crf in (model.crf, model.inner_crf):
@@ -552,15 +538,7 @@ def test_the_slot_loss_is_the_top_crfs_mean_negative_log_likelihood(top_tagger):
 
 
 def test_inner_levels_use_the_inner_taggers_layers_when_the_top_has_its_own():
-    from transformers import BertConfig
-
-    from crop_hf.modeling import JointIntentSlotModel, JointParserConfig
-
-    encoder = BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8,
-                         vocab_size=20).to_dict()
-    model = JointIntentSlotModel(JointParserConfig(encoder=encoder, intent_labels=["A", "B"],
-                                                   slot_labels=["O", "B-L", "I-L"], max_intent_depth=2,
-                                                   top_tagger="intent", classifier_dropout=0.0)).eval()
+    model = _hand_model(intents=("A", "B"), top_tagger="intent")
     with torch.no_grad():
         model.inner_slot_classifier.weight.zero_(), model.inner_slot_classifier.bias.zero_()
         model.top_slot_classifier.bias.fill_(1.0)
