@@ -446,7 +446,7 @@ def main() -> None:
 
     import crop_hf
     from crop_hf.demo_models import build_tiny_bert, train_masked_lm
-    from crop_hf.metrics.parsing import format_parse_table, parse_scores
+    from crop_hf.metrics.parsing import format_error_table, format_parse_table, parse_scores
     from crop_hf.parsing.predict import predict_parses, to_parse
 
     transformers.logging.set_verbosity_error()
@@ -547,7 +547,9 @@ def main() -> None:
             dev = "" if kept is None else (
                 f"; dev exact match by step {done['curve']}; kept step {done['selected']}: dev exact "
                 f"{100 * kept['exact_match']:.1f}, flat {100 * kept['flat']['exact_match']:.1f}, nested "
-                f"{100 * kept['nested']['exact_match']:.1f} ({kept['nested']['count']} rows)")
+                f"{100 * kept['nested']['exact_match']:.1f} ({kept['nested']['count']} rows); the nested rows' "
+                "wrong trees first differ at intent/top level/inside: "
+                + "/".join(str(n) for n in kept["nested"]["errors"].values()))
             print(f"  {done['name']}: {done['steps']} steps, {done['cpu_seconds']:.0f} CPU-s" + dev
                   + ("" if done["scores"] is None else
                      f"; validation exact match {100 * done['scores']['exact_match']:.1f}"), flush=True)
@@ -584,6 +586,7 @@ def main() -> None:
         print(f"{domain:<12} {counts:>5} " + " ".join(
             f"{100 * scores['per_domain'][domain]['exact_match']:>13.1f}" for _, scores in designs))
     print("\nhierarchical, code-switched only, in full:\n" + format_parse_table(tree_scores))
+    print("\nwhere its wrong trees first differ from gold (percent of them):\n" + format_error_table(tree_scores))
 
     # Throughput: the pipeline on raw text against the model called directly on pre-split words.
     from transformers import AutoTokenizer, pipeline

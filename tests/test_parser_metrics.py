@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
 
-from crop_hf.metrics.parsing import canonical_parse, format_parse_table, parse_scores
+from crop_hf.metrics.parsing import canonical_parse, format_error_table, format_parse_table, parse_scores
 from crop_hf.parsing.predict import to_parse
 
 
@@ -50,13 +51,16 @@ def test_scores_and_table_on_a_hand_counted_example():
     assert scores == {**scores, "exact_match": 1 / 3, "intent_accuracy": 2 / 3, "slot_precision": 2 / 3,
                       "slot_recall": 2 / 3, "count": 3}
     assert scores["slot_f1"] == pytest.approx(2 / 3)
+    none_wrong = {"intent": 0, "top_level": 0, "inside": 0}
+    # row 1 differs first at its top-level slots (T missed), row 2 at its intent
     assert scores["per_domain"]["music"] == {"exact_match": 0.0, "intent_accuracy": 0.5, "slot_precision": 2 / 3,
-                                             "slot_recall": 2 / 3, "slot_f1": pytest.approx(2 / 3), "count": 2}
+                                             "slot_recall": 2 / 3, "slot_f1": pytest.approx(2 / 3), "count": 2,
+                                             "errors": {"intent": 1, "top_level": 1, "inside": 0}}
     # No slot predicted or expected, no row in a group: every score is 0 (seqeval's zero_division=0).
     assert scores["per_domain"]["nav"] == {"exact_match": 1.0, "intent_accuracy": 1.0, "slot_precision": 0.0,
-                                           "slot_recall": 0.0, "slot_f1": 0.0, "count": 1}
+                                           "slot_recall": 0.0, "slot_f1": 0.0, "count": 1, "errors": none_wrong}
     assert scores["nested"] == {"exact_match": 0.0, "intent_accuracy": 0.0, "slot_precision": 0.0,
-                                "slot_recall": 0.0, "slot_f1": 0.0, "count": 0}
+                                "slot_recall": 0.0, "slot_f1": 0.0, "count": 0, "errors": none_wrong}
     wrong = parse_scores(["[IN:A x ]"], ["[IN:A x [SL:S y ] ]"])
     assert (wrong["slot_precision"], wrong["slot_recall"], wrong["slot_f1"]) == (0.0, 0.0, 0.0)
     with pytest.raises(ValueError, match="1 domains but 3 references"):
@@ -107,6 +111,9 @@ def test_slot_f1_equals_seqeval_on_random_tag_sequences():
     assert scores["slot_precision"] == pytest.approx(precision_score(gold_tags, guess_tags))
     assert scores["slot_recall"] == pytest.approx(recall_score(gold_tags, guess_tags))
     assert scores["slot_f1"] == pytest.approx(f1_score(gold_tags, guess_tags))
+    # one intent everywhere: every wrong tree is wrong at its top-level slots (flat trees have no inside)
+    wrong = sum(guess != gold for guess, gold in zip(guess_tags, gold_tags, strict=True))
+    assert wrong > 50 and scores["errors"] == {"intent": 0, "top_level": wrong, "inside": 0}
 
 
 @pytest.mark.parametrize("name,key", [("exact_match_parse", "exact_match"), ("intent_accuracy", "intent_accuracy"),
@@ -147,6 +154,12 @@ def test_evaluate_parser_command_prints_the_table(tiny_bert, tmp_path, capsys):
                  "--output", str(tmp_path / "scores.json")]) == 0
     out = capsys.readouterr().out
     assert "exact match" in out and out.count("weather") >= 1 and "nested" in out
+    errors = out[out.index("where the wrong trees first differ"):].splitlines()
+    assert errors[1].split() == ["wrong", "count", "intent", "top-level", "slots", "inside", "a", "slot"]
+    # the random-weight model's wrong trees are counted: as many as the rows it missed
+    written = json.loads((tmp_path / "scores.json").read_text())["scores"][f"disk:{tmp_path / 'corpus'}"]
+    missed = round(2 * (1 - written["exact_match"]))
+    assert int(errors[4].split()[1]) == missed
     assert (tmp_path / "scores.json").exists()
 
 
@@ -163,3 +176,33 @@ def test_whole_nested_trees_match_and_gold_with_an_empty_slot_scores_instead_of_
     assert scores["flat"]["intent_accuracy"] == 1.0 and scores["flat"]["slot_recall"] == 0.0
     exact = parse_scores(["[IN:A x [SL:B ] y ]"], ["[IN:A x [SL:B ] y ]"])
     assert exact["slot_f1"] == 1.0 and exact["exact_match"] == 1.0 and exact["nested"]["count"] == 0
+
+
+def test_wrong_trees_are_counted_where_they_first_differ_from_gold():
+    gold = "[IN:CREATE_REMINDER remind me [SL:TODO [IN:GET_TODO [SL:TODO call ] [SL:CONTACT mom ] ] ] ]"
+    predictions = [
+        gold,  # exact: not an error
+        "[IN:CREATE_ALARM remind me [SL:TODO [IN:GET_TODO [SL:TODO call ] [SL:CONTACT mom ] ] ] ]",  # intent
+        "garbage [",  # unreadable: counted as a wrong intent, as the scores treat it
+        "[IN:CREATE_REMINDER remind me [SL:TODO call ] [SL:CONTACT mom ] ]",  # the inner slots at the top level
+        "[IN:CREATE_REMINDER remind [SL:TODO me [IN:GET_TODO call [SL:CONTACT mom ] ] ] ]",  # a boundary
+        "[IN:CREATE_REMINDER remind me [SL:TODO call mom ] ]",  # the nested intent missed
+        "[IN:CREATE_REMINDER remind me [SL:TODO [IN:GET_TODO call [SL:CONTACT mom ] ] ] ]",  # an inner slot missed
+        "[IN:CREATE_REMINDER remind me [SL:TODO [IN:SEND_MESSAGE [SL:TODO call ] [SL:CONTACT mom ] ] ] ]",
+    ]
+    flat_gold = "[IN:A x [SL:B y ] ]"
+    scores = parse_scores([*predictions, "[IN:A x [SL:B [IN:C y ] ] ]"], [gold] * len(predictions) + [flat_gold])
+    assert scores["nested"]["errors"] == {"intent": 2, "top_level": 2, "inside": 3}
+    assert scores["flat"]["errors"] == {"intent": 0, "top_level": 0, "inside": 1}  # a nested intent added
+    assert scores["errors"] == {"intent": 2, "top_level": 2, "inside": 4}
+    # every wrong tree is counted once
+    assert sum(scores["errors"].values()) == round(scores["count"] * (1 - scores["exact_match"]))
+    assert format_error_table(scores).splitlines() == [
+        "wrong      count   intent  top-level slots  inside a slot",
+        "flat           1      0.0              0.0          100.0",
+        "nested         7     28.6             28.6           42.9",
+        "all            8     25.0             25.0           50.0",
+    ]
+    # a group without wrong trees prints zeros rather than dividing by zero
+    assert format_error_table(parse_scores([flat_gold], [flat_gold])).splitlines()[1] == \
+        "flat           0      0.0              0.0            0.0"

@@ -6,7 +6,9 @@ Exact match compares whole trees. Gold trees with intents inside slots are also 
 ``nested`` line, and a summary line of how many there were and how the model did on them); a flat
 parser cannot produce them, a hierarchical one (``max_intent_depth`` above 1) can up to its depth.
 Gold trees the model cannot represent (deeper than it supports, a slot without words) are counted
-by reason with their file:line (or row), and scored as wrong.
+by reason with their file:line (or row), and scored as wrong. A second table says where the wrong
+trees of the flat and the nested rows first differ from gold: the root intent, the top-level slots, or
+inside a slot (:func:`crop_hf.metrics.parsing.format_error_table`).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def run(config: EvaluateParserConfig) -> int:
 
     from transformers import AutoTokenizer
 
-    from crop_hf.metrics.parsing import format_parse_table
+    from crop_hf.metrics.parsing import format_error_table, format_parse_table
     from crop_hf.modeling import JointIntentSlotModel
     from crop_hf.parsing.data import load_parse_rows
     from crop_hf.parsing.evaluate import evaluate_parser
@@ -60,6 +62,7 @@ def run(config: EvaluateParserConfig) -> int:
         nested, bad = scores["nested"], scores["unrepresentable"]
         print(f"nested gold trees (intents inside slots): {nested['count']} of {scores['count']}; exact match on "
               f"them {100 * nested['exact_match']:.1f}% (model intent depth {model.config.max_intent_depth})")
+        print(f"where the wrong trees first differ from gold, percent\n{format_error_table(scores)}")
         if bad["count"]:
             reasons = ", ".join(f"{n} {reason}" for reason, n in bad["reasons"].items())
             print(f"gold trees this model cannot represent (scored as wrong): {bad['count']} ({reasons}); first: "

@@ -13,6 +13,12 @@ Scores come overall, per domain (given ``domains``) and separately for the rows 
 nested (``nested``) and those that are flat (``flat``), so the cost of nesting stays visible.
 An unparseable prediction scores as wrong intent, no slots, no match.
 
+Each group also says where its wrong trees first differ from the gold ones (``errors``): the root
+``intent``; else the ``top_level`` slots (a name or a boundary, or a slot missed or added); else
+``inside`` a slot (a nested intent missed, added or wrong, or its slots). A tree's exact match is at
+most its top level's, so this tells a parser whose nested trees fail at the top level (which a
+better nested decoder cannot mend) from one whose nested intents are wrong.
+
 >>> scores = parse_scores(["[IN:GET_WEATHER weather [SL:LOCATION Delhi ] ]", "[IN:PLAY_MUSIC play ]"],
 ...                       ["[IN:GET_WEATHER weather [SL:LOCATION  Delhi]]", "[IN:PLAY_MUSIC [SL:MUSIC_TYPE play ] ]"],
 ...                       domains=["weather", "music"])
@@ -31,7 +37,7 @@ from typing import Any
 
 from crop_hf.seqlogical import ParseError, Tree, parse
 
-__all__ = ["canonical_parse", "format_parse_table", "parse_scores"]
+__all__ = ["ERROR_KINDS", "canonical_parse", "format_error_table", "format_parse_table", "parse_scores"]
 
 _TOKEN = re.compile(r"\[[^\s\[\]]*|\]|[^\s\[\]]+")
 
@@ -68,7 +74,19 @@ def _read(text: str) -> _Row:
     return _Row(tree.name, spans, tree.depth > 2)
 
 
-def _summarise(rows: list[tuple[bool, bool, int, int, int]]) -> dict[str, Any]:
+#: Where a wrong tree first differs from the gold one, outermost first (``errors`` in the scores).
+ERROR_KINDS = ("intent", "top_level", "inside")
+
+
+def _error(exact: bool, guess: _Row, gold: _Row) -> str | None:
+    if exact:
+        return None
+    if guess.intent != gold.intent:
+        return "intent"
+    return "top_level" if guess.spans != gold.spans else "inside"
+
+
+def _summarise(rows: list[tuple[bool, bool, int, int, int, str | None]]) -> dict[str, Any]:
     n = len(rows)
     matched = sum(r[0] for r in rows)
     intents = sum(r[1] for r in rows)
@@ -79,7 +97,8 @@ def _summarise(rows: list[tuple[bool, bool, int, int, int]]) -> dict[str, Any]:
     recall = correct / gold if gold else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {"exact_match": matched / n if n else 0.0, "intent_accuracy": intents / n if n else 0.0,
-            "slot_precision": precision, "slot_recall": recall, "slot_f1": f1, "count": n}
+            "slot_precision": precision, "slot_recall": recall, "slot_f1": f1, "count": n,
+            "errors": {kind: sum(r[5] == kind for r in rows) for kind in ERROR_KINDS}}
 
 
 def parse_scores(predictions: Sequence[str], references: Sequence[str],
@@ -88,7 +107,14 @@ def parse_scores(predictions: Sequence[str], references: Sequence[str],
 
     Returns ``exact_match``, ``intent_accuracy``, ``slot_precision``/``slot_recall``/``slot_f1`` and
     ``count`` over all rows, the same under ``nested`` and ``flat`` (gold trees with and without
-    intents inside slots) and, with ``domains``, under ``per_domain[domain]``.
+    intents inside slots) and, with ``domains``, under ``per_domain[domain]``. Each group's
+    ``errors`` counts its wrong trees by where they first differ from gold (:data:`ERROR_KINDS`:
+    the root intent, the top-level slots, inside a slot).
+
+    >>> scores = parse_scores(["[IN:A [SL:B x ] ]", "[IN:A [SL:B x ] y ]", "[IN:C x y ]"],
+    ...                       ["[IN:A [SL:B [IN:D x ] ] ]", "[IN:A [SL:B x y ] ]", "[IN:A x y ]"])
+    >>> scores["errors"]
+    {'intent': 1, 'top_level': 1, 'inside': 1}
     """
     if len(predictions) != len(references):
         raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
@@ -101,8 +127,9 @@ def parse_scores(predictions: Sequence[str], references: Sequence[str],
         if gold.intent is None:
             raise ValueError(f"reference {index} is not a valid parse: {reference!r}")
         guess = _read(prediction)
-        rows.append((canonical_parse(prediction) == canonical_parse(reference), guess.intent == gold.intent,
-                     len(guess.spans & gold.spans), len(guess.spans), len(gold.spans)))
+        exact = canonical_parse(prediction) == canonical_parse(reference)
+        rows.append((exact, guess.intent == gold.intent, len(guess.spans & gold.spans), len(guess.spans),
+                     len(gold.spans), _error(exact, guess, gold)))
         nested_flags.append(gold.nested)
     scores = _summarise(rows)
     scores["nested"] = _summarise([r for r, nested in zip(rows, nested_flags, strict=True) if nested])
@@ -129,4 +156,25 @@ def format_parse_table(scores: dict[str, Any]) -> str:
     for name, group in groups:
         lines.append(f"{name:<10} {group['count']:>5}  {100 * group['exact_match']:>11.1f}  "
                      f"{100 * group['intent_accuracy']:>10.1f}  {100 * group['slot_f1']:>7.1f}")
+    return "\n".join(lines)
+
+
+def format_error_table(scores: dict[str, Any]) -> str:
+    """A text table of where the wrong trees of ``flat``, ``nested`` and ``all`` rows first differ from gold.
+
+    Columns: wrong trees, then the root intent, the top-level slots, inside a slot (percent of the wrong).
+
+    >>> print(format_error_table(parse_scores(["[IN:A [SL:B x ] ]", "[IN:C y ]"],
+    ...                                       ["[IN:A [SL:B [IN:D x ] ] ]", "[IN:A y ]"])))
+    wrong      count   intent  top-level slots  inside a slot
+    flat           1    100.0              0.0            0.0
+    nested         1      0.0              0.0          100.0
+    all            2     50.0              0.0           50.0
+    """
+    lines = [f"{'wrong':<10} {'count':>5}  {'intent':>7}  {'top-level slots':>15}  {'inside a slot':>13}"]
+    for name, group in (("flat", scores["flat"]), ("nested", scores["nested"]), ("all", scores)):
+        errors = group["errors"]
+        wrong = sum(errors.values())
+        share = [100 * errors[kind] / wrong if wrong else 0.0 for kind in ERROR_KINDS]
+        lines.append(f"{name:<10} {wrong:>5}  {share[0]:>7.1f}  {share[1]:>15.1f}  {share[2]:>13.1f}")
     return "\n".join(lines)
