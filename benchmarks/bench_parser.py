@@ -329,6 +329,30 @@ def row(name: str, scores: dict, seconds: float | None) -> str:
             f"{100 * scores['slot_f1']:7.1f} {took}")
 
 
+def decoder_misses(model, tokenizer, ds, dev_size: float, seed: int) -> dict[str, tuple[int, int]]:
+    """``{"flat"/"nested": (wrong dev trees, those whose gold tree the model scores above its prediction)}``.
+
+    The dev split is carved again as training carved it. A gold tree the model prefers to its own
+    prediction is one the greedy decoder missed; the others a better search would not mend.
+    """
+    import math
+
+    from crop_hf.metrics.parsing import canonical_parse
+    from crop_hf.parsing.data import dev_split, load_parse_rows
+    from crop_hf.parsing.predict import predict_parses, score_parses
+
+    rows = load_parse_rows("hinglish_top", "train", dataset=ds)
+    rows = rows.select(dev_split(rows, dev_size, seed)[1])
+    predictions = predict_parses(model, tokenizer, rows["tokens"])
+    gold = score_parses(model, tokenizer, rows["parse"])
+    counts = {"flat": [0, 0], "nested": [0, 0]}
+    for prediction, text, score, nested in zip(predictions, rows["parse"], gold, rows["nested"], strict=True):
+        if canonical_parse(prediction.parse) != canonical_parse(text):
+            counts["nested" if nested else "flat"][0] += 1
+            counts["nested" if nested else "flat"][1] += score > math.log(prediction.score) + 1e-6
+    return {key: tuple(value) for key, value in counts.items()}
+
+
 def run_chain(chain: list[dict]) -> list[dict]:
     """Train and score each run of a chain in turn (in a worker process); a later run may start from an earlier one."""
     import json
@@ -366,13 +390,16 @@ def run_chain(chain: list[dict]) -> list[dict]:
         dev = [(p["step"], p["scores"]["dev"][run["sources"][0]]) for p in result.history]
         curve = " ".join(f"{step}:{100 * scores['exact_match']:.1f}" for step, scores in dev)
         kept = next((scores for step, scores in dev if step == selected), None)
-        scores = None
+        scores = misses = None
+        model = JointIntentSlotModel.from_pretrained(run["out"])
+        tokenizer = AutoTokenizer.from_pretrained(run["out"])
         if not run["dev_only"]:
-            model = JointIntentSlotModel.from_pretrained(run["out"])
-            scores, _ = evaluate_parser(model, AutoTokenizer.from_pretrained(run["out"]), ds["validation"])
+            scores, _ = evaluate_parser(model, tokenizer, ds["validation"])
+        elif run["dev_size"] and run["sources"] == ["hinglish_top"]:
+            misses = decoder_misses(model, tokenizer, ds, run["dev_size"], run["seed"])
         finished.append({"name": run["name"], "out": run["out"], "encoder": run["encoder"],
                          "steps": result.completed_steps, "curve": curve, "selected": selected, "dev": kept,
-                         "cpu_seconds": cpu_seconds, "scores": scores})
+                         "cpu_seconds": cpu_seconds, "scores": scores, "misses": misses})
     return finished
 
 
@@ -550,7 +577,10 @@ def main() -> None:
                 f"{100 * kept['nested']['exact_match']:.1f} ({kept['nested']['count']} rows); the nested rows' "
                 "wrong trees first differ at intent/top level/inside: "
                 + "/".join(str(n) for n in kept["nested"]["errors"].values()))
-            print(f"  {done['name']}: {done['steps']} steps, {done['cpu_seconds']:.0f} CPU-s" + dev
+            misses = "" if done["misses"] is None else (
+                "; wrong dev trees whose gold tree the model scores above its prediction (the decoder's misses): "
+                + ", ".join(f"{key} {missed} of {wrong}" for key, (wrong, missed) in done["misses"].items()))
+            print(f"  {done['name']}: {done['steps']} steps, {done['cpu_seconds']:.0f} CPU-s" + dev + misses
                   + ("" if done["scores"] is None else
                      f"; validation exact match {100 * done['scores']['exact_match']:.1f}"), flush=True)
     if args.dev_only:

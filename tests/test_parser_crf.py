@@ -172,3 +172,21 @@ def test_constraint_masks_are_made_on_the_parameters_device():
     transitions, start, end = crf._scores(True)
     assert transitions.device.type == start.device.type == end.device.type == "meta"
     assert transitions.shape == (len(LABELS), len(LABELS)) and start.shape == (len(LABELS),)
+
+
+@torch.no_grad()
+def test_a_crf_trained_without_the_constraints_scores_paths_as_decoding_does_when_asked():
+    allowed_start, allowed = bio_constraints(LABELS)
+    crf = ConstrainedCRF(len(LABELS), allowed_start, allowed, constrain_training=False).double()
+    torch.manual_seed(3)
+    for p in crf.parameters():
+        p.normal_(0, 1.0)
+    emissions = torch.randn(2, 4, len(LABELS), dtype=torch.float64)
+    mask = torch.tensor([[True] * 4, [True, True, False, False]])
+    paths, log_probs = crf.decode(emissions, mask)
+    tags = torch.tensor([path + [0] * (4 - len(path)) for path in paths])
+    # decoding normalises over valid sequences only; training (by default here) over all of them
+    assert crf.log_likelihood(emissions, tags, mask, constrained=True).tolist() == pytest.approx(log_probs.tolist())
+    unconstrained = crf.log_likelihood(emissions, tags, mask)
+    assert (unconstrained < log_probs - 1e-3).all()
+    assert crf.log_likelihood(emissions, tags, mask, constrained=False).tolist() == unconstrained.tolist()

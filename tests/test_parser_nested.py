@@ -4,6 +4,7 @@ pipeline's nested slots, model selection on a dev split, and trees a model canno
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import pytest
@@ -383,7 +384,8 @@ def test_frame_from_targets_refuses_targets_without_their_labels():
         frame_from_targets("A", ["O", "B-B"], [[1, 2, 1]], [], ["A", "C"], ["O", "B-B", "I-B"])
 
 
-def _hand_model(max_intent_depth: int = 2, intents=("A", "B", "C", "D"), top_tagger: str = "shared"):
+def _hand_model(max_intent_depth: int = 2, intents=("A", "B", "C", "D"), top_tagger: str = "shared",
+                slots=("L",), use_crf: bool = True):
     """A one-layer hierarchical parser without dropout over 8-wide states (its weights left to the caller)."""
     from transformers import BertConfig
 
@@ -392,7 +394,8 @@ def _hand_model(max_intent_depth: int = 2, intents=("A", "B", "C", "D"), top_tag
     encoder = BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8,
                          vocab_size=20).to_dict()
     torch.manual_seed(0)
-    config = JointParserConfig(encoder=encoder, intent_labels=list(intents), slot_labels=["O", "B-L", "I-L"],
+    tags = ["O"] + [f"{prefix}-{name}" for name in slots for prefix in "BI"]
+    config = JointParserConfig(encoder=encoder, intent_labels=list(intents), slot_labels=tags, use_crf=use_crf,
                                max_intent_depth=max_intent_depth, top_tagger=top_tagger, classifier_dropout=0.0)
     return JointIntentSlotModel(config).eval()
 
@@ -489,6 +492,7 @@ def test_decoding_nests_no_deeper_than_max_intent_depth_and_multiplies_every_dec
     assert 0.3 < decision < 0.9 and 0.3 < tags < 0.95
     assert parsed.slot_probability == pytest.approx(tags)
     assert parsed.nested_probability == pytest.approx((decision * tags) ** (depth - 1))
+
 
 def test_span_scores_read_every_word_of_a_span_up_to_the_last_one():
     model = _hand_model()
@@ -622,3 +626,183 @@ def test_growth_keeps_what_an_intent_conditioned_top_tagger_learned(tiny_bert):
     assert torch.equal(grown.top_slot_classifier.weight[:3], old.top_slot_classifier.weight)
     assert torch.equal(grown.top_projection.weight, old.top_projection.weight)
     assert torch.equal(grown.crf.transitions[:3, :3], old.crf.transitions)
+
+
+def _every_tree(words: int, offset: int, intents: int, slots: int, levels: int) -> list[tuple[list[int], list]]:
+    """Every (tag ids, nested intents) of one intent's words ``offset:offset+words``, nesting ``levels`` more deep.
+
+    Tag ids as ``_hand_model`` numbers them: O 0, then B-/I- of each slot name.
+    """
+    from crop_hf.modeling import NestedParse
+    from crop_hf.modeling.modeling_joint import _tag_spans
+
+    prefixes = ["O"] + ["B", "I"] * slots
+    sequences = [[]]
+    for _ in range(words):
+        sequences = [[*seq, tag] for seq in sequences for tag in range(1 + 2 * slots)
+                     if prefixes[tag] != "I" or (seq and seq[-1] in (tag - 1, tag))]
+    trees = []
+    for tags in sequences:
+        choices = [[]]  # the nested intents of this tagging: each slot holds words or one intent's tree
+        for start, end, _ in (_tag_spans(tags, prefixes) if levels else []):
+            fillers = [None] + [NestedParse(offset + start, offset + end, intent, inner, nested)
+                                for intent in range(intents)
+                                for inner, nested in _every_tree(end - start, offset + start, intents, slots, levels - 1)]
+            choices = [chosen + ([] if filler is None else [filler]) for chosen in choices for filler in fillers]
+        trees += [(tags, chosen) for chosen in choices]
+    return trees
+
+
+def _random_parser(depth: int, top_tagger: str, use_crf: bool = True, intents=("A", "B"), slots=("L", "M")):
+    model = _hand_model(max_intent_depth=depth, intents=intents, top_tagger=top_tagger, slots=slots, use_crf=use_crf)
+    generator = torch.Generator().manual_seed(depth)
+    with torch.no_grad():  # far from the near-uniform start, so that every term counts
+        for parameter in model.parameters():
+            parameter.add_(0.3 * torch.randn(parameter.shape, generator=generator))
+    return model
+
+
+def _outputs(model, lengths: list[int]):
+    longest = max(lengths)
+    ids = [[1] + [3 + (7 * row + word) % 15 for word in range(n)] + [2] + [0] * (longest - n)
+           for row, n in enumerate(lengths)]
+    index = [[-1, *range(n), -1] + [-1] * (longest - n) for n in lengths]
+    mask = [[1] * (n + 2) + [0] * (longest - n) for n in lengths]
+    return model(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), word_index=torch.tensor(index))
+
+
+@pytest.mark.parametrize("top_tagger,depth,words", [("shared", 2, 3), ("intent", 2, 3), ("words", 2, 3),
+                                                     ("shared", 3, 2), ("words", 1, 3)])
+def test_the_scores_of_every_tree_the_model_can_emit_sum_to_one(top_tagger, depth, words):
+    from crop_hf.modeling import ParsedUtterance
+
+    model = _random_parser(depth, top_tagger)
+    outputs = _outputs(model, [words])
+    trees = [ParsedUtterance(intent, 1.0, tags, 1.0, nested)
+             for intent in range(2) for tags, nested in _every_tree(words, 0, 2, 2, depth - 1)]
+    assert len(trees) > 80
+    many = type(outputs)(**{key: value.repeat_interleave(len(trees), 0) if key != "loss" else value
+                            for key, value in outputs.items()})
+    log_probabilities = model.score(many, trees)
+    # a distribution over the trees: intent, tags (a CRF over valid sequences), decisions, inner tags
+    assert log_probabilities.exp().sum().item() == pytest.approx(1.0, abs=1e-4)
+    assert log_probabilities.max() < -0.5  # not one tree taking it all: every factor was random
+
+
+@pytest.mark.parametrize("top_tagger,depth,use_crf", [("shared", 4, True), ("intent", 3, True), ("words", 2, True),
+                                                      ("words", 1, True), ("shared", 3, False), ("words", 1, False)])
+def test_scoring_what_the_decoder_returns_gives_its_probability(top_tagger, depth, use_crf):
+    import math
+
+    model = _random_parser(depth, top_tagger, use_crf, intents=("A", "B", "C", "D"))
+    with torch.no_grad():  # slots that mostly hold an intent, so that decoding nests to the depth
+        if depth > 1:
+            model.nested_intent_classifier.bias.copy_(torch.tensor([-3.0, 2.0, 1.0, 0.0, 0.0]))
+    outputs = _outputs(model, [6, 3, 1, 5])  # padded rows of different lengths
+    decoded = model.decode(outputs)
+    scores = model.score(outputs, decoded)
+    expected = [math.log(p.intent_probability * p.slot_probability * p.nested_probability) for p in decoded]
+    assert scores.tolist() == pytest.approx(expected, abs=1e-4)
+    if depth > 2:
+        assert any(node.nested for parsed in decoded for node in parsed.nested)  # two levels were scored
+    # another tree of the same row scores differently: the score reads the tags it is given
+    changed = decoded[0]
+    changed.slot_ids = [0] * len(changed.slot_ids)
+    changed.nested = []
+    assert model.score(outputs, decoded)[0].item() != pytest.approx(expected[0], abs=1e-4)
+
+
+def test_scoring_refuses_parses_that_do_not_fit_their_rows_and_gives_too_deep_ones_no_chance():
+    from crop_hf.modeling import NestedParse, ParsedUtterance
+
+    model = _random_parser(2, "shared")
+    outputs = _outputs(model, [3])
+    deep = ParsedUtterance(0, 1.0, [1, 2, 0], 1.0, [NestedParse(0, 2, 1, [1, 0], [NestedParse(0, 1, 0, [0])])])
+    assert model.score(outputs, [deep]).item() == float("-inf")
+    flat = _random_parser(1, "words")
+    nested = ParsedUtterance(0, 1.0, [1, 2, 0], 1.0, [NestedParse(0, 2, 1, [1, 0])])
+    assert flat.score(_outputs(flat, [3]), [nested]).item() == float("-inf")
+    assert math.isfinite(model.score(outputs, [nested]).item())
+    with pytest.raises(ValueError, match="parse 0 has 2 tags for the row's 3 words"):
+        model.score(outputs, [ParsedUtterance(0, 1.0, [1, 2], 1.0)])
+    with pytest.raises(ValueError, match="nested at words 1:3 does not fill one of its level's slots"):
+        model.score(outputs, [ParsedUtterance(0, 1.0, [1, 2, 0], 1.0, [NestedParse(1, 3, 0, [0, 0])])])
+    with pytest.raises(ValueError, match="nested at words 0:2 has 1 tags for 2 words"):
+        model.score(outputs, [ParsedUtterance(0, 1.0, [1, 2, 0], 1.0, [NestedParse(0, 2, 0, [0])])])
+    with pytest.raises(ValueError, match="one parse per row"):
+        model.score(outputs, [nested, nested])
+
+
+@pytest.mark.slow
+def test_a_trained_parser_scores_its_trees_as_it_decoded_them_and_gold_ones_above_corruptions(nested_parser):
+    from transformers import AutoTokenizer
+
+    from crop_hf.modeling import JointIntentSlotModel
+    from crop_hf.parsing.predict import predict_parses, score_parses
+
+    folder, held_out = nested_parser
+    model, tokenizer = JointIntentSlotModel.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    nested = [t for t in held_out if parse(t).depth > 2]
+    predictions = predict_parses(model, tokenizer, [parse(t).tokens for t in nested])
+    # its own trees score as it decoded them (batches of rows of different lengths)
+    own = score_parses(model, tokenizer, [p.parse for p in predictions], batch_size=3)
+    assert own == pytest.approx([math.log(p.score) for p in predictions], abs=1e-4)
+    learned = [t for t, p in zip(nested, predictions, strict=True) if p.parse == str(parse(t))]
+    assert len(learned) >= 8  # most of them (the test above)
+    gold = score_parses(model, tokenizer, learned)
+    # the same words under a wrong tree: the nested intents' slots holding the words alone, or the inner
+    # intents swapped
+    swapped = [t.replace("IN:GET_EVENT", "IN:SWAP").replace("IN:GET_LOCATION", "IN:GET_EVENT")
+               .replace("IN:SWAP", "IN:GET_LOCATION") for t in learned]
+    for corrupted in ([_flat_tree(t) for t in learned], swapped):
+        worse = score_parses(model, tokenizer, corrupted)
+        assert all(w < g - 1.0 for w, g in zip(worse, gold, strict=True)), (worse, gold)
+
+
+def _flat_tree(text: str) -> str:
+    """The tree with every nested intent's brackets taken out: its slots hold the words alone."""
+    from crop_hf.parsing.predict import to_parse
+    from crop_hf.seqlogical import flatten_top_level
+
+    flat = flatten_top_level(text)[0]
+    return to_parse(flat.tokens, flat.intent, flat.slot_tags)
+
+
+def test_score_parses_gives_trees_the_model_cannot_emit_no_chance_and_names_unreadable_ones(tiny_bert):
+    from transformers import AutoTokenizer
+
+    from crop_hf.modeling import JointIntentSlotModel, NestedParse, ParsedUtterance
+    from crop_hf.parsing.predict import collate, encode_words, score_parses
+
+    model = JointIntentSlotModel.from_encoder(str(tiny_bert), ["A", "B"], ["O", "B-L", "I-L"], max_intent_depth=2,
+                                              top_tagger="shared")
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    fine = "[IN:A go to [SL:L [IN:B the [SL:L park ] ] ] now ]"
+    scores = score_parses(model, tokenizer, [
+        fine,
+        "[IN:C go ]",  # an intent it does not know
+        "[IN:A go [SL:X park ] ]",  # a slot it does not know
+        "[IN:A go to [SL:L [IN:B the [SL:L [IN:A park ] ] ] ] ]",  # three levels for a model of two
+        "[IN:A go [SL:L ] now ]",  # a slot without words
+        "[IN:A go to the [SL:L park ] ]",
+    ])
+    assert math.isfinite(scores[0]) and math.isfinite(scores[5]) and scores[0] != scores[5]
+    assert scores[1:5] == [float("-inf")] * 4
+    # words past max_length sub-words are tagged O by decoding: a slot there cannot be emitted, an O word can
+    cut = score_parses(model, tokenizer, ["[IN:A go to the [SL:L park ] ]", "[IN:A go to [SL:L the ] park ]"],
+                       max_length=8)  # [CLS] g ##o t ##o t ##he [SEP]: "park" is cut
+    assert cut[0] == float("-inf") and math.isfinite(cut[1])
+    with pytest.raises(ValueError, match="parse 1 cannot be read"):
+        score_parses(model, tokenizer, [fine, "[IN:A go [SL:L park ]"])
+    # four levels: each nested intent placed at its words in the whole utterance, as the decoder places them
+    deep = JointIntentSlotModel.from_encoder(str(tiny_bert), ["A", "B"], ["O", "B-L", "I-L"], max_intent_depth=4,
+                                             top_tagger="shared")
+    four = "[IN:A go [SL:L [IN:B to [SL:L [IN:A the [SL:L [IN:B big park ] ] ] ] ] ] ]"
+    (expected,) = score_parses(deep, tokenizer, [four])
+
+    encoded = encode_words(tokenizer, [["go", "to", "the", "big", "park"]], 128)
+    outputs = deep(**collate([{k: v[0] for k, v in encoded.items()}], tokenizer.pad_token_id))
+    inner = NestedParse(3, 5, 1, [0, 0])
+    tree = ParsedUtterance(0, 1.0, [0, 1, 2, 2, 2], 1.0,
+                           [NestedParse(1, 5, 1, [0, 1, 2, 2], [NestedParse(2, 5, 0, [0, 1, 2], [inner])])])
+    assert math.isfinite(expected) and expected == pytest.approx(deep.score(outputs, [tree]).item(), abs=1e-5)

@@ -101,6 +101,26 @@ def viterbi_decode(emissions: torch.Tensor, mask: torch.Tensor, transitions: tor
     return paths, torch.where(lengths > 0, best_scores, torch.zeros_like(best_scores))
 
 
+def sequence_score(emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor, transitions: torch.Tensor,
+                   start: torch.Tensor, end: torch.Tensor) -> torch.Tensor:
+    """Unnormalised score ``(batch,)`` of given tag sequences: what :func:`viterbi_decode` maximises.
+
+    Same arguments as :func:`viterbi_decode`, plus ``tags`` ``(batch, words)`` (ids outside ``mask``
+    are ignored). A row whose mask is all off scores 0.
+    """
+    batch, length, _ = emissions.shape
+    lengths = mask.long().sum(1)
+    safe = tags.clamp(min=0) * mask.long()  # ids outside the mask (padding, -100) never index
+    rows = torch.arange(batch, device=emissions.device)
+    score = start[safe[:, 0]] + emissions[rows, 0, safe[:, 0]]
+    for t in range(1, length):
+        step = transitions[safe[:, t - 1], safe[:, t]] + emissions[rows, t, safe[:, t]]
+        score = score + step * mask[:, t]
+    last = safe[rows, (lengths - 1).clamp(min=0)]
+    score = score + end[last]
+    return torch.where(lengths > 0, score, torch.zeros_like(score))
+
+
 class ConstrainedCRF(nn.Module):
     """Linear-chain CRF with start, end and pairwise transition scores.
 
@@ -144,10 +164,15 @@ class ConstrainedCRF(nn.Module):
             start = start + start_penalty
         return transitions, start, self.end_transitions
 
-    def log_likelihood(self, emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """``log p(tags | emissions)`` of each row, shape ``(batch,)``; rows without words give 0."""
-        transitions, start, end = self._scores(self.constrain_training)
-        return self._gold_score(emissions, tags, mask, transitions, start, end) - \
+    def log_likelihood(self, emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor,
+                       constrained: bool | None = None) -> torch.Tensor:
+        """``log p(tags | emissions)`` of each row, shape ``(batch,)``; rows without words give 0.
+
+        ``constrained``: normalise over valid sequences only (what :meth:`decode`'s probabilities do);
+        default ``constrain_training``.
+        """
+        transitions, start, end = self._scores(self.constrain_training if constrained is None else constrained)
+        return sequence_score(emissions, tags, mask, transitions, start, end) - \
             self._log_partition(emissions, mask, transitions, start, end)
 
     def decode(self, emissions: torch.Tensor, mask: torch.Tensor) -> tuple[list[list[int]], torch.Tensor]:
@@ -156,20 +181,6 @@ class ConstrainedCRF(nn.Module):
         paths, best = viterbi_decode(emissions, mask, transitions, start, end)
         log_z = self._log_partition(emissions, mask, transitions, start, end)
         return paths, best - log_z
-
-    @staticmethod
-    def _gold_score(emissions, tags, mask, transitions, start, end) -> torch.Tensor:
-        batch, length, _ = emissions.shape
-        lengths = mask.long().sum(1)
-        safe = tags.clamp(min=0) * mask.long()  # ids outside the mask (padding, -100) never index
-        rows = torch.arange(batch, device=emissions.device)
-        score = start[safe[:, 0]] + emissions[rows, 0, safe[:, 0]]
-        for t in range(1, length):
-            step = transitions[safe[:, t - 1], safe[:, t]] + emissions[rows, t, safe[:, t]]
-            score = score + step * mask[:, t]
-        last = safe[rows, (lengths - 1).clamp(min=0)]
-        score = score + end[last]
-        return torch.where(lengths > 0, score, torch.zeros_like(score))
 
     @staticmethod
     def _log_partition(emissions, mask, transitions, start, end) -> torch.Tensor:

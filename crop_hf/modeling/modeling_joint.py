@@ -41,7 +41,7 @@ from transformers import AutoConfig, AutoModel, PreTrainedModel
 from transformers.utils import ModelOutput
 
 from .configuration_joint import INTENT_POOLING, TOP_TAGGERS, JointParserConfig
-from .crf import ConstrainedCRF, bio_constraints, viterbi_decode
+from .crf import ConstrainedCRF, bio_constraints, sequence_score, viterbi_decode
 
 __all__ = ["JointIntentSlotModel", "JointParserOutput", "NestedParse", "ParsedUtterance"]
 
@@ -376,15 +376,27 @@ class JointIntentSlotModel(PreTrainedModel):
 
     # ------------------------------------------------------------------ decoding
 
+    def _without_crf(self, emissions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        # Without a CRF a path scores its words' log-softmax, and a move invalid in IOB2 a penalty.
+        device = emissions.device
+        penalty = torch.where(torch.tensor(self._allowed, device=device), 0.0, -1e4)
+        start = torch.where(torch.tensor(self._allowed_start, device=device), 0.0, -1e4)
+        return emissions.log_softmax(-1), penalty, start, torch.zeros_like(start)
+
     def _viterbi(self, emissions: torch.Tensor, mask: torch.Tensor,
                  crf: ConstrainedCRF | None) -> tuple[list[list[int]], torch.Tensor]:
         if crf is not None:
             return crf.decode(emissions, mask)
-        log_softmax = emissions.log_softmax(-1)
-        device = emissions.device
-        penalty = torch.where(torch.tensor(self._allowed, device=device), 0.0, -1e4)
-        start = torch.where(torch.tensor(self._allowed_start, device=device), 0.0, -1e4)
-        return viterbi_decode(log_softmax, mask, penalty, start, torch.zeros_like(start))
+        log_softmax, penalty, start, end = self._without_crf(emissions)
+        return viterbi_decode(log_softmax, mask, penalty, start, end)
+
+    def _path_log_probability(self, emissions: torch.Tensor, mask: torch.Tensor, tags: torch.Tensor,
+                              crf: ConstrainedCRF | None) -> torch.Tensor:
+        """Log-probability ``(n,)`` of given tag sequences, as :meth:`_viterbi` scores the one it returns."""
+        if crf is not None:
+            return crf.log_likelihood(emissions, tags, mask, constrained=True)
+        log_softmax, penalty, start, end = self._without_crf(emissions)
+        return sequence_score(log_softmax, tags, mask, penalty, start, end)
 
     @torch.no_grad()
     def decode(self, outputs: JointParserOutput) -> list[ParsedUtterance]:
@@ -450,3 +462,90 @@ class JointIntentSlotModel(PreTrainedModel):
                 following += [(row, start + s, start + e, self._tag_name[tag], node.nested)
                               for s, e, tag in _tag_spans(path, self._prefixes)]
             pending = following
+
+    # ------------------------------------------------------------------ scoring given parses
+
+    @torch.no_grad()
+    def score(self, outputs: JointParserOutput, parses: list[ParsedUtterance]) -> torch.Tensor:
+        """Log-probability ``(batch,)`` under the model of one given parse per row, as :meth:`decode` scores its own.
+
+        The sum of the log-probabilities of the intent, of the top-level tags (given that intent for
+        a conditioned ``top_tagger``), and for a hierarchical model of the decision on each slot (words
+        only, or the intent filling it) and of each nested intent's tags, down to ``max_intent_depth``
+        levels: scoring what :meth:`decode` returns gives the log of its ``intent_probability *
+        slot_probability * nested_probability``. ``parses`` take the decoder's form
+        (:class:`ParsedUtterance`: ids; tags for the row's words, ``word_mask``'s count of them;
+        :class:`NestedParse` positions over the whole utterance). An intent nested deeper than
+        ``max_intent_depth`` (or in a flat model) scores ``-inf``.
+
+        Compare a gold tree's score with the decoded one's to tell the decoder's errors from the
+        model's: where the gold tree scores higher the greedy search missed it; where it scores lower
+        a better search would not have found it.
+        """
+        mask = outputs.word_mask
+        if mask is None or len(parses) != mask.shape[0]:
+            raise ValueError(f"score needs word_index in the forward pass and one parse per row "
+                             f"({len(parses)} parses for {0 if mask is None else mask.shape[0]} rows)")
+        device = mask.device
+        intents = torch.tensor([p.intent_id for p in parses], device=device)
+        tags = torch.zeros(mask.shape, dtype=torch.long, device=device)
+        for row, parse in enumerate(parses):
+            if len(parse.slot_ids) != int(mask[row].sum()):
+                raise ValueError(f"parse {row} has {len(parse.slot_ids)} tags for the row's "
+                                 f"{int(mask[row].sum())} words")
+            tags[row, : len(parse.slot_ids)] = torch.tensor(parse.slot_ids, dtype=torch.long)
+            self._check_nested(row, parse.slot_ids, 0, parse.nested)
+        total = outputs.intent_logits.float().log_softmax(-1).gather(1, intents.unsqueeze(1)).squeeze(1)
+        if self.config.top_tagger != "words" and outputs.word_hidden is not None:
+            emissions = self.top_emissions(outputs.word_hidden.float(), intents)
+        else:
+            emissions = outputs.slot_emissions
+        total = total + self._path_log_probability(emissions.float(), mask, tags, self._top_crf)
+        if self.hierarchical and outputs.word_hidden is not None:
+            self._score_nested(outputs.word_hidden.float(), parses, total)
+        too_deep = [row for row, parse in enumerate(parses)
+                    if _depth(parse.nested) + 1 > (self.config.max_intent_depth if self.hierarchical else 1)]
+        total[too_deep] = float("-inf")
+        return total
+
+    def _check_nested(self, row: int, slot_ids: list[int], offset: int, nodes: list[NestedParse]) -> None:
+        spans = {(offset + start, offset + end) for start, end, _ in _tag_spans(slot_ids, self._prefixes)}
+        for node in nodes:
+            if (node.start, node.end) not in spans:
+                raise ValueError(f"parse {row}: the intent nested at words {node.start}:{node.end} does not fill "
+                                 "one of its level's slots")
+            if len(node.slot_ids) != node.end - node.start:
+                raise ValueError(f"parse {row}: the intent nested at words {node.start}:{node.end} has "
+                                 f"{len(node.slot_ids)} tags for {node.end - node.start} words")
+            self._check_nested(row, node.slot_ids, node.start, node.nested)
+
+    def _score_nested(self, word_hidden: torch.Tensor, parses: list[ParsedUtterance], total: torch.Tensor) -> None:
+        device = word_hidden.device
+        # (row, start, end, slot name id, the nested intents of the slot's level): as _decode_nested walks
+        pending = [(row, start, end, self._tag_name[tag], parse.nested)
+                   for row, parse in enumerate(parses) for start, end, tag in _tag_spans(parse.slot_ids, self._prefixes)]
+        for _ in range(1, self.config.max_intent_depth):
+            if not pending:
+                break
+            filled = [next((n for n in nodes if (n.start, n.end) == (start, end)), None)
+                      for _, start, end, _, nodes in pending]
+            rows = torch.tensor([p[0] for p in pending], device=device)
+            targets = torch.tensor([0 if node is None else 1 + node.intent_id for node in filled], device=device)
+            decisions = self.span_logits(word_hidden, torch.tensor([p[:4] for p in pending], device=device))
+            total.index_add_(0, rows, decisions.float().log_softmax(-1).gather(1, targets.unsqueeze(1)).squeeze(1))
+            inner = [(p[0], node) for p, node in zip(pending, filled, strict=True) if node is not None]
+            if not inner:
+                break
+            spans = torch.tensor([[row, node.start, node.end, node.intent_id] for row, node in inner], device=device)
+            emissions, mask = self.inner_emissions(word_hidden, spans)
+            tags = torch.zeros(mask.shape, dtype=torch.long, device=device)
+            for i, (_, node) in enumerate(inner):
+                tags[i, : len(node.slot_ids)] = torch.tensor(node.slot_ids, dtype=torch.long)
+            total.index_add_(0, spans[:, 0], self._path_log_probability(emissions.float(), mask, tags, self.inner_crf))
+            pending = [(row, node.start + start, node.start + end, self._tag_name[tag], node.nested)
+                       for row, node in inner for start, end, tag in _tag_spans(node.slot_ids, self._prefixes)]
+
+
+def _depth(nodes: list[NestedParse]) -> int:
+    """Levels of intents nested below a parse's top level (0 for a flat parse)."""
+    return max((1 + _depth(node.nested) for node in nodes), default=0)

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from crop_hf.seqlogical import IntentFrame, from_flat
 
-__all__ = ["ParserPrediction", "collate", "encode_words", "nested_frame", "predict_parses", "prediction", "to_parse"]
+__all__ = ["ParserPrediction", "collate", "encode_words", "nested_frame", "predict_parses", "prediction", "score_parses",
+           "to_parse"]
 
 
 @dataclass
@@ -147,3 +148,74 @@ def prediction(words: Sequence[str], result, intent_labels: Sequence[str], slot_
     parse = str(frame.to_tree([_writable(w) for w in words])) if frame.nested else to_parse(words, intent, tags)
     return ParserPrediction(list(words), intent, tags, parse,
                             result.intent_probability * result.slot_probability * result.nested_probability, frame)
+
+
+def _decoded_form(frame, kept: int, intent_ids: dict[str, int], tag_ids: dict[str, int]):
+    """The :class:`~crop_hf.modeling.ParsedUtterance` of a gold frame over its first ``kept`` words, or
+    ``None`` where the model cannot produce it (a label it lacks; a slot past the kept words)."""
+    from crop_hf.modeling import NestedParse, ParsedUtterance
+
+    def nodes(current, offset: int) -> list:
+        return [NestedParse(offset + start, offset + start + len(child.slot_tags), intent_ids[child.intent],
+                            [tag_ids[t] for t in child.slot_tags], nodes(child, offset + start))
+                for start, child in sorted(current.nested.items())]
+
+    try:
+        tags = [tag_ids[t] for t in frame.slot_tags]
+        nested = nodes(frame, 0)
+        intent = intent_ids[frame.intent]
+    except KeyError:
+        return None
+    if any(t != "O" for t in frame.slot_tags[kept:]):
+        return None
+    return ParsedUtterance(intent, 1.0, tags[:kept], 1.0, nested)
+
+
+def score_parses(model, tokenizer, parses: Sequence[str], *, batch_size: int = 64,
+                 max_length: int = 128) -> list[float]:
+    """Log-probability under ``model`` of each bracket parse (its words are the utterance), as decoding scores its own.
+
+    :meth:`~crop_hf.modeling.JointIntentSlotModel.score` over batches: the intent, the top-level
+    tags, and every nested decision and nested intent's tags. ``-inf`` for a tree the model cannot
+    produce: a label it was not trained with, intents nested deeper than its ``max_intent_depth``,
+    a slot without words, or a slot among words past ``max_length`` sub-words (which decoding tags
+    ``O``). A gold tree that scores higher than the model's own prediction (``ParserPrediction.score``,
+    a probability) is one the greedy decoder missed; one that scores lower, one the model prefers
+    not to emit. Raises ``ValueError`` naming the parse that cannot be read.
+    """
+    import math
+
+    import torch
+
+    from crop_hf.modeling import ParsedUtterance
+    from crop_hf.seqlogical import ParseError, UnrepresentableParse, to_frame
+
+    config = model.config
+    intent_ids = {name: i for i, name in enumerate(config.intent_labels)}
+    tag_ids = {name: i for i, name in enumerate(config.slot_labels)}
+    frames = []
+    for index, text in enumerate(parses):
+        try:
+            frames.append(to_frame(text))
+        except UnrepresentableParse:
+            frames.append(None)  # a slot without words, a slot at the root: nothing the decoder emits
+        except ParseError as error:
+            raise ValueError(f"parse {index} cannot be read: {error}") from error
+    model.eval()
+    device = next(model.parameters()).device
+    order = sorted((i for i in range(len(parses)) if frames[i] is not None), key=lambda i: -len(frames[i][0]))
+    scores = [-math.inf] * len(parses)
+    for start in range(0, len(order), batch_size):
+        chosen = order[start : start + batch_size]
+        encoded = encode_words(tokenizer, [frames[i][0] for i in chosen], max_length)
+        rows = [{k: encoded[k][j] for k in ("input_ids", "attention_mask", "word_index")} for j in range(len(chosen))]
+        batch = {k: v.to(device) for k, v in collate(rows, tokenizer.pad_token_id).items()}
+        with torch.no_grad():
+            outputs = model(**batch)
+        kept = outputs.word_mask.sum(1).tolist()
+        forms = [_decoded_form(frames[i][1], n, intent_ids, tag_ids) for i, n in zip(chosen, kept, strict=True)]
+        # a tree the model cannot produce is scored as an all-O parse of its row, then set to -inf
+        placeholder = [form or ParsedUtterance(0, 1.0, [tag_ids.get("O", 0)] * n, 1.0) for form, n in zip(forms, kept, strict=True)]
+        for i, form, value in zip(chosen, forms, model.score(outputs, placeholder).tolist(), strict=True):
+            scores[i] = value if form is not None else -math.inf
+    return scores
