@@ -119,9 +119,15 @@ MODULES: dict[str, Module] = {
         "_tag_spans", "JointIntentSlotModel._gather",
         "JointIntentSlotModel.span_logits", "JointIntentSlotModel.inner_emissions", "JointIntentSlotModel.nested_loss",
         "JointIntentSlotModel.slot_loss", "JointIntentSlotModel._conditioned_emissions", "JointIntentSlotModel.decode",
-        "JointIntentSlotModel._decode_with_intents", "JointIntentSlotModel._decode_nested"),
-        "losses and decoding, flat and hierarchical; forward, __init__, weight init and from_encoder are wiring "
-        "that every parser test runs, compact has a test of its own"),
+        "JointIntentSlotModel._decode_with_intents", "JointIntentSlotModel._decode_nested",
+        "JointIntentSlotModel._without_crf", "JointIntentSlotModel._viterbi", "JointIntentSlotModel._path_log_probability",
+        "JointIntentSlotModel.score", "JointIntentSlotModel._check_nested", "JointIntentSlotModel._score_nested",
+        "_depth"),
+        "losses, decoding and scoring given trees, flat and hierarchical; forward, __init__, weight init and "
+        "from_encoder are wiring that every parser test runs, compact has a test of its own"),
+    "parsing.predict (scoring)": Module("crop_hf/parsing/predict.py", ("_decoded_form", "score_parses"),
+                                        "gold trees scored under a model; the rest of the file is the batching "
+                                        "predict_parses shares with the pipeline, which its tests run"),
 }
 
 _NAME = re.compile(r"^(?P<module>.+?)\.x(?:ǁ(?P<cls>[^ǁ]+)ǁ|_)(?P<func>.+)__mutmut_(?P<n>\d+)$")

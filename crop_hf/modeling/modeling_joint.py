@@ -479,8 +479,8 @@ class JointIntentSlotModel(PreTrainedModel):
         ``max_intent_depth`` (or in a flat model) scores ``-inf``.
 
         Compare a gold tree's score with the decoded one's to tell the decoder's errors from the
-        model's: where the gold tree scores higher the greedy search missed it; where it scores lower
-        a better search would not have found it.
+        model's: where the gold tree scores higher, the greedy search missed it; where it scores lower,
+        the model prefers its own tree and no search would return the gold one.
         """
         mask = outputs.word_mask
         if mask is None or len(parses) != mask.shape[0]:
