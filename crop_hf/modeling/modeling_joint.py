@@ -434,11 +434,19 @@ class JointIntentSlotModel(PreTrainedModel):
         return [ParsedUtterance(int(top_intents[i, j]), float(top_probs[i, j]), paths[i * k + j],
                                 float(log_probs[i * k + j].exp())) for i, j in enumerate(best)]
 
+    def _slot_spans(self, row: int, slot_ids: list[int], offset: int, nested: list[NestedParse]) -> list[tuple]:
+        """``(row, start, end, slot name id, nested)`` of each slot of one level whose words start at ``offset``.
+
+        The slots :meth:`_decode_nested` and :meth:`_score_nested` decide on, level by level; ``nested``
+        is the list of the level's nested intents (the decoder appends to it, scoring reads it).
+        """
+        return [(row, offset + start, offset + end, self._tag_name[tag], nested)
+                for start, end, tag in _tag_spans(slot_ids, self._prefixes)]
+
     def _decode_nested(self, word_hidden: torch.Tensor, parsed: list[ParsedUtterance]) -> None:
         device = word_hidden.device
-        # (row, start, end, slot name id, the list a nested intent found there goes into)
-        pending = [(row, start, end, self._tag_name[tag], result.nested)
-                   for row, result in enumerate(parsed) for start, end, tag in _tag_spans(result.slot_ids, self._prefixes)]
+        pending = [span for row, result in enumerate(parsed) for span in self._slot_spans(row, result.slot_ids, 0,
+                                                                                           result.nested)]
         for _ in range(1, self.config.max_intent_depth):
             if not pending:
                 break
@@ -459,8 +467,7 @@ class JointIntentSlotModel(PreTrainedModel):
                 node = NestedParse(start, end, intent, path)
                 siblings.append(node)
                 parsed[row].nested_probability *= float(torch.tensor(log_prob).exp())
-                following += [(row, start + s, start + e, self._tag_name[tag], node.nested)
-                              for s, e, tag in _tag_spans(path, self._prefixes)]
+                following += self._slot_spans(row, path, start, node.nested)
             pending = following
 
     # ------------------------------------------------------------------ scoring given parses
@@ -521,9 +528,8 @@ class JointIntentSlotModel(PreTrainedModel):
 
     def _score_nested(self, word_hidden: torch.Tensor, parses: list[ParsedUtterance], total: torch.Tensor) -> None:
         device = word_hidden.device
-        # (row, start, end, slot name id, the nested intents of the slot's level): as _decode_nested walks
-        pending = [(row, start, end, self._tag_name[tag], parse.nested)
-                   for row, parse in enumerate(parses) for start, end, tag in _tag_spans(parse.slot_ids, self._prefixes)]
+        pending = [span for row, parse in enumerate(parses) for span in self._slot_spans(row, parse.slot_ids, 0,
+                                                                                          parse.nested)]
         for _ in range(1, self.config.max_intent_depth):
             if not pending:
                 break
@@ -542,8 +548,8 @@ class JointIntentSlotModel(PreTrainedModel):
             for i, (_, node) in enumerate(inner):
                 tags[i, : len(node.slot_ids)] = torch.tensor(node.slot_ids, dtype=torch.long)
             total.index_add_(0, spans[:, 0], self._path_log_probability(emissions.float(), mask, tags, self.inner_crf))
-            pending = [(row, node.start + start, node.start + end, self._tag_name[tag], node.nested)
-                       for row, node in inner for start, end, tag in _tag_spans(node.slot_ids, self._prefixes)]
+            pending = [span for row, node in inner for span in self._slot_spans(row, node.slot_ids, node.start,
+                                                                                 node.nested)]
 
 
 def _depth(nodes: list[NestedParse]) -> int:
