@@ -189,19 +189,20 @@ def test_wrong_trees_are_counted_where_they_first_differ_from_gold():
         "[IN:CREATE_REMINDER remind me [SL:TODO call mom ] ]",  # the nested intent missed
         "[IN:CREATE_REMINDER remind me [SL:TODO [IN:GET_TODO call [SL:CONTACT mom ] ] ] ]",  # an inner slot missed
         "[IN:CREATE_REMINDER remind me [SL:TODO [IN:SEND_MESSAGE [SL:TODO call ] [SL:CONTACT mom ] ] ] ]",
+        "[IN:CREATE_REMINDER remind me [SL:DATE_TIME [IN:GET_TODO [SL:TODO call ] [SL:CONTACT mom ] ] ] ]",  # a name
     ]
     flat_gold = "[IN:A x [SL:B y ] ]"
     scores = parse_scores([*predictions, "[IN:A x [SL:B [IN:C y ] ] ]"], [gold] * len(predictions) + [flat_gold])
-    assert scores["nested"]["errors"] == {"intent": 2, "top_level": 2, "inside": 3}
+    assert scores["nested"]["errors"] == {"intent": 2, "top_level": 3, "inside": 3}
     assert scores["flat"]["errors"] == {"intent": 0, "top_level": 0, "inside": 1}  # a nested intent added
-    assert scores["errors"] == {"intent": 2, "top_level": 2, "inside": 4}
+    assert scores["errors"] == {"intent": 2, "top_level": 3, "inside": 4}
     # every wrong tree is counted once
     assert sum(scores["errors"].values()) == round(scores["count"] * (1 - scores["exact_match"]))
     assert format_error_table(scores).splitlines() == [
         "wrong      count   intent  top-level slots  inside a slot",
         "flat           1      0.0              0.0          100.0",
-        "nested         7     28.6             28.6           42.9",
-        "all            8     25.0             25.0           50.0",
+        "nested         8     25.0             37.5           37.5",
+        "all            9     22.2             33.3           44.4",
     ]
     # a group without wrong trees prints zeros rather than dividing by zero
     assert format_error_table(parse_scores([flat_gold], [flat_gold])).splitlines()[1] == \

@@ -727,8 +727,15 @@ def test_scoring_refuses_parses_that_do_not_fit_their_rows_and_gives_too_deep_on
         model.score(outputs, [ParsedUtterance(0, 1.0, [1, 2], 1.0)])
     with pytest.raises(ValueError, match="nested at words 1:3 does not fill one of its level's slots"):
         model.score(outputs, [ParsedUtterance(0, 1.0, [1, 2, 0], 1.0, [NestedParse(1, 3, 0, [0, 0])])])
-    with pytest.raises(ValueError, match="nested at words 0:2 has 1 tags for 2 words"):
-        model.score(outputs, [ParsedUtterance(0, 1.0, [1, 2, 0], 1.0, [NestedParse(0, 2, 0, [0])])])
+    with pytest.raises(ValueError, match="nested at words 1:3 has 1 tags for 2 words"):
+        model.score(outputs, [ParsedUtterance(0, 1.0, [0, 1, 2], 1.0, [NestedParse(1, 3, 0, [0])])])
+    # a fault one level down names its parse too
+    deeper = _random_parser(3, "shared")
+    two = _outputs(deeper, [3, 3])
+    fine = ParsedUtterance(0, 1.0, [0, 0, 0], 1.0)
+    with pytest.raises(ValueError, match="parse 1: the intent nested at words 2:3 does not fill"):
+        deeper.score(two, [fine, ParsedUtterance(0, 1.0, [1, 2, 2], 1.0, [NestedParse(0, 3, 1, [1, 0, 0],
+                                                                                     [NestedParse(2, 3, 0, [0])])])])
     with pytest.raises(ValueError, match="one parse per row"):
         model.score(outputs, [nested, nested])
 
@@ -806,3 +813,20 @@ def test_score_parses_gives_trees_the_model_cannot_emit_no_chance_and_names_unre
     tree = ParsedUtterance(0, 1.0, [0, 1, 2, 2, 2], 1.0,
                            [NestedParse(1, 5, 1, [0, 1, 2, 2], [NestedParse(2, 5, 0, [0, 1, 2], [inner])])])
     assert math.isfinite(expected) and expected == pytest.approx(deep.score(outputs, [tree]).item(), abs=1e-5)
+
+
+def test_without_a_crf_a_tag_sequence_scores_the_product_of_its_words_tag_probabilities():
+    from crop_hf.modeling import ParsedUtterance
+
+    model = _random_parser(1, "words", use_crf=False)
+    outputs = _outputs(model, [4, 2])
+    per_word = outputs.slot_emissions.softmax(-1)  # (rows, words, tags): each word's own distribution
+    tags = [[1, 2, 0, 3], [3, 4]]  # B-L I-L O B-M, and B-M I-M
+    intents = outputs.intent_logits.log_softmax(-1)[:, 0]
+    expected = [intents[row] + sum(per_word[row, word, tag].log() for word, tag in enumerate(path))
+                for row, path in enumerate(tags)]
+    scores = model.score(outputs, [ParsedUtterance(0, 1.0, path, 1.0) for path in tags])
+    assert scores.tolist() == pytest.approx([float(e) for e in expected], abs=1e-5)
+    # a move IOB2 forbids costs the decoder's penalty
+    invalid = model.score(outputs, [ParsedUtterance(0, 1.0, [2, 2, 0, 3], 1.0), ParsedUtterance(0, 1.0, [3, 4], 1.0)])
+    assert invalid[0] < -1e3 and invalid[1] == pytest.approx(scores[1].item(), abs=1e-5)
