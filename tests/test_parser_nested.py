@@ -1,5 +1,6 @@
 """Nested trees (intents inside slots) end to end: frames and targets, the hierarchical decoder, the
-pipeline's nested slots, model selection on a dev split, and trees a model cannot represent."""
+pipeline's nested slots, model selection on a dev split, trees a model cannot represent, and the
+model's probability of a given tree (``score``, ``score_parses``)."""
 
 from __future__ import annotations
 
