@@ -112,26 +112,35 @@ def collate(rows: Sequence[dict], pad_token_id: int) -> dict:
     return batch
 
 
-def predict_parses(model, tokenizer, words: Sequence[Sequence[str]], *, batch_size: int = 64,
-                   max_length: int = 128, show_progress: bool = False) -> list[ParserPrediction]:
-    """Parse pre-split utterances; words beyond ``max_length`` sub-words are tagged ``O``."""
+def _forward_batches(model, tokenizer, words: Sequence[Sequence[str]], batch_size: int, max_length: int,
+                     show_progress: bool = False):
+    """``(row indices, model outputs)`` of each batch of pre-split utterances, without gradients.
+
+    Longest utterances first, so each batch pads little; callers put results back in input order.
+    """
     import torch
     from tqdm.auto import tqdm
 
     model.eval()
     device = next(model.parameters()).device
-    intents, slot_names = model.config.intent_labels, model.config.slot_labels
-    # Longest first, so each batch pads little; results are put back in input order.
     order = sorted(range(len(words)), key=lambda i: -len(words[i]))
-    results: dict[int, ParserPrediction] = {}
     for start in tqdm(range(0, len(order), batch_size), disable=not show_progress, desc="parsing"):
         chosen = order[start : start + batch_size]
         encoded = encode_words(tokenizer, [words[i] for i in chosen], max_length)
         rows = [{k: encoded[k][j] for k in ("input_ids", "attention_mask", "word_index")} for j in range(len(chosen))]
         batch = {k: v.to(device) for k, v in collate(rows, tokenizer.pad_token_id).items()}
         with torch.no_grad():
-            decoded = model.decode(model(**batch))
-        for i, result in zip(chosen, decoded, strict=True):
+            outputs = model(**batch)
+        yield chosen, outputs
+
+
+def predict_parses(model, tokenizer, words: Sequence[Sequence[str]], *, batch_size: int = 64,
+                   max_length: int = 128, show_progress: bool = False) -> list[ParserPrediction]:
+    """Parse pre-split utterances; words beyond ``max_length`` sub-words are tagged ``O``."""
+    intents, slot_names = model.config.intent_labels, model.config.slot_labels
+    results: dict[int, ParserPrediction] = {}
+    for chosen, outputs in _forward_batches(model, tokenizer, words, batch_size, max_length, show_progress):
+        for i, result in zip(chosen, model.decode(outputs), strict=True):
             results[i] = prediction(words[i], result, intents, slot_names)
     return [results[i] for i in range(len(words))]
 
@@ -185,8 +194,6 @@ def score_parses(model, tokenizer, parses: Sequence[str], *, batch_size: int = 6
     """
     import math
 
-    import torch
-
     from crop_hf.modeling import ParsedUtterance
     from crop_hf.seqlogical import ParseError, UnrepresentableParse, to_frame
 
@@ -201,17 +208,11 @@ def score_parses(model, tokenizer, parses: Sequence[str], *, batch_size: int = 6
             frames.append(None)  # a slot without words, a slot at the root: nothing the decoder emits
         except ParseError as error:
             raise ValueError(f"parse {index} cannot be read: {error}") from error
-    model.eval()
-    device = next(model.parameters()).device
-    order = sorted((i for i in range(len(parses)) if frames[i] is not None), key=lambda i: -len(frames[i][0]))
+    readable = [i for i, frame in enumerate(frames) if frame is not None]
     scores = [-math.inf] * len(parses)
-    for start in range(0, len(order), batch_size):
-        chosen = order[start : start + batch_size]
-        encoded = encode_words(tokenizer, [frames[i][0] for i in chosen], max_length)
-        rows = [{k: encoded[k][j] for k in ("input_ids", "attention_mask", "word_index")} for j in range(len(chosen))]
-        batch = {k: v.to(device) for k, v in collate(rows, tokenizer.pad_token_id).items()}
-        with torch.no_grad():
-            outputs = model(**batch)
+    for batch_rows, outputs in _forward_batches(model, tokenizer, [frames[i][0] for i in readable], batch_size,
+                                                max_length):
+        chosen = [readable[j] for j in batch_rows]
         kept = outputs.word_mask.sum(1).tolist()
         forms = [_decoded_form(frames[i][1], n, intent_ids, tag_ids) for i, n in zip(chosen, kept, strict=True)]
         # a tree the model cannot produce is scored as an all-O parse of its row, then set to -inf
