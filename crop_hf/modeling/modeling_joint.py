@@ -510,8 +510,7 @@ class JointIntentSlotModel(PreTrainedModel):
         total = total + self._path_log_probability(emissions.float(), mask, tags, self._top_crf)
         if self.hierarchical and outputs.word_hidden is not None:
             self._score_nested(outputs.word_hidden.float(), parses, total)
-        too_deep = [row for row, parse in enumerate(parses)
-                    if _depth(parse.nested) + 1 > (self.config.max_intent_depth if self.hierarchical else 1)]
+        too_deep = [row for row, parse in enumerate(parses) if _depth(parse.nested) + 1 > self.config.max_intent_depth]
         total[too_deep] = float("-inf")
         return total
 
