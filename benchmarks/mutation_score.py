@@ -122,7 +122,7 @@ MODULES: dict[str, Module] = {
         "JointIntentSlotModel._decode_with_intents", "JointIntentSlotModel._decode_nested",
         "JointIntentSlotModel._without_crf", "JointIntentSlotModel._viterbi", "JointIntentSlotModel._path_log_probability",
         "JointIntentSlotModel.score", "JointIntentSlotModel._check_nested", "JointIntentSlotModel._score_nested",
-        "JointIntentSlotModel._slot_spans",
+        "JointIntentSlotModel._slot_spans", "JointIntentSlotModel._top_slot_spans",
         "_depth"),
         "losses, decoding and scoring given trees, flat and hierarchical; forward, __init__, weight init and "
         "from_encoder are wiring that every parser test runs, compact has a test of its own"),

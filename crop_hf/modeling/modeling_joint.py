@@ -443,10 +443,13 @@ class JointIntentSlotModel(PreTrainedModel):
         return [(row, offset + start, offset + end, self._tag_name[tag], nested)
                 for start, end, tag in _tag_spans(slot_ids, self._prefixes)]
 
+    def _top_slot_spans(self, parses: list[ParsedUtterance]) -> list[tuple]:
+        """:meth:`_slot_spans` of the top level of every row: where both nested walks start."""
+        return [span for row, parse in enumerate(parses) for span in self._slot_spans(row, parse.slot_ids, 0, parse.nested)]
+
     def _decode_nested(self, word_hidden: torch.Tensor, parsed: list[ParsedUtterance]) -> None:
         device = word_hidden.device
-        pending = [span for row, result in enumerate(parsed) for span in self._slot_spans(row, result.slot_ids, 0,
-                                                                                           result.nested)]
+        pending = self._top_slot_spans(parsed)
         for _ in range(1, self.config.max_intent_depth):
             if not pending:
                 break
@@ -527,8 +530,7 @@ class JointIntentSlotModel(PreTrainedModel):
 
     def _score_nested(self, word_hidden: torch.Tensor, parses: list[ParsedUtterance], total: torch.Tensor) -> None:
         device = word_hidden.device
-        pending = [span for row, parse in enumerate(parses) for span in self._slot_spans(row, parse.slot_ids, 0,
-                                                                                          parse.nested)]
+        pending = self._top_slot_spans(parses)
         for _ in range(1, self.config.max_intent_depth):
             if not pending:
                 break
