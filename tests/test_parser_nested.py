@@ -446,10 +446,7 @@ def _set_shared_tagger(model, tag_scores_by_intent: dict[int, list[float]], inte
 
 
 def _decode_one(model, words: int):
-    batch = {"input_ids": torch.tensor([[1] + [5] * words + [2]]),
-             "attention_mask": torch.ones(1, words + 2, dtype=torch.long),
-             "word_index": torch.tensor([[-1, *range(words), -1]])}
-    (parsed,) = model.decode(model(**batch))
+    (parsed,) = model.decode(_outputs(model, [words]))
     return parsed
 
 
