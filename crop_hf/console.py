@@ -24,7 +24,7 @@ import logging
 import os
 from collections.abc import Iterator
 
-__all__ = ["OnceFilter", "is_main_process", "progress_bars", "setup_logging"]
+__all__ = ["OnceFilter", "is_main_process", "progress_bars", "setup_logging", "without_subword_heuristic_warning"]
 
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
@@ -84,6 +84,24 @@ def setup_logging(level: int = logging.INFO, fmt: str = LOG_FORMAT) -> None:
     if not is_main_process():  # transformers and datasets log through their own handlers
         for name in ("transformers", "datasets", "accelerate"):
             logging.getLogger(name).setLevel(logging.ERROR)
+
+
+@contextlib.contextmanager
+def without_subword_heuristic_warning() -> Iterator[None]:
+    """Inside: transformers' "Tokenizer does not support real words" ``UserWarning`` is not shown.
+
+    The ``token-classification`` pipeline says it on every call whose tokenizer is not a
+    BPE with a continuing-subword prefix: every SentencePiece tagger, XLM-R's included. The
+    heuristic it names (a piece that does not follow a space continues a word) is exact for the
+    space-joined words crop-hf tags, so there is nothing a user could do about it. Only that
+    message from that module is filtered; every other warning passes.
+    """
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Tokenizer does not support real words", category=UserWarning,
+                                module=r"transformers\.pipelines\.token_classification")
+        yield
 
 
 @contextlib.contextmanager

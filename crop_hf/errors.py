@@ -17,18 +17,23 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = [
+    "LANGUAGE_CODE",
     "DeviceError",
+    "LanguageCodeError",
     "MissingFilesError",
+    "OutputExistsError",
     "UnknownOptionError",
     "UnreachableError",
     "UserError",
     "available_devices",
     "check_device",
+    "check_language_code",
     "offline_mode",
     "reaching",
 ]
@@ -70,6 +75,38 @@ class UnknownOptionError(UserError, ValueError):
                                  else "") for key in self.unknown]
         plural = "s" if len(self.unknown) > 1 else ""
         super().__init__(f"{what}: unknown option{plural} {', '.join(guesses)}; valid options: {', '.join(self.valid)}")
+
+
+class LanguageCodeError(UserError, ValueError):
+    """A language option whose value is not a language code (a path, a typo)."""
+
+
+#: A language code: ISO 639-1/-3 letters, optionally with region or script parts (de, ast, pt-BR,
+#: zh_Hans, deu_Latn, de_DE), as M2M100, NLLB and mBART-50 spell them.
+LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*")
+
+
+def check_language_code(code: str, option: str, hint: str = "") -> str:
+    """Return ``code`` if it looks like a language code; otherwise :class:`LanguageCodeError` naming ``option``.
+
+    >>> check_language_code("pt-BR", "--target_langs")
+    'pt-BR'
+    >>> check_language_code("raw/{lang}.txt", "--target_langs", "raw sentences go in --input")
+    Traceback (most recent call last):
+    ...
+    crop_hf.errors.LanguageCodeError: --target_langs: 'raw/{lang}.txt' is not a language code (such as de, es, pt-BR or deu_Latn): it looks like a path; raw sentences go in --input
+    """
+    if isinstance(code, str) and LANGUAGE_CODE.fullmatch(code):
+        return code
+    looks = ("it looks like a path" if any(sign in str(code) for sign in "/\\.{}") else
+             "a typo?" if str(code).isalpha() else "")
+    detail = "; ".join(part for part in (looks, hint) if part)
+    raise LanguageCodeError(f"{option}: {code!r} is not a language code (such as de, es, pt-BR or deu_Latn)"
+                            + (f": {detail}" if detail else ""))
+
+
+class OutputExistsError(UserError, FileExistsError):
+    """An output folder holds a finished result of other settings (``--overwrite_output_dir`` replaces it)."""
 
 
 class UnreachableError(UserError, ConnectionError):

@@ -20,6 +20,7 @@ from synthesis_fakes import FakeState, fake_config, fake_models
 from crop_hf.augment.translate_align import TranslateAlignConfig, TranslateAlignModels, translate_align
 from crop_hf.engine import shards
 from crop_hf.engine.shards import (
+    RESULT_RECORD,
     ShardStore,
     fingerprint,
     merge_shards,
@@ -29,6 +30,7 @@ from crop_hf.engine.shards import (
     save_dataset_dict,
     shard_statistics,
 )
+from crop_hf.errors import OutputExistsError
 from crop_hf.synthesis import synthesize
 
 FIXTURE = Path(__file__).with_name("fixtures") / "shards_v1"
@@ -93,8 +95,8 @@ def test_a_synthesis_run_written_before_resumes_with_every_shard_skipped(old_run
     assert models.translator.calls == 0
     assert result.skipped_shards == {"de": 3, "nl": 2}
     assert result.statistics == expected["statistics"]
-    assert list((old_run / "synthesis" / "shards").iterdir()) == [old_run / "synthesis" / "shards" /
-                                                                 SYNTHESIS_FINGERPRINT]
+    shards = old_run / "synthesis" / "shards"  # the same run folder, and the record of whose result is merged
+    assert sorted(p.name for p in shards.iterdir()) == [SYNTHESIS_FINGERPRINT, RESULT_RECORD]
     assert loaded(result.dataset_path) == expected["dataset"]
     assert loaded(result.discarded_path) == expected["discarded"]
     assert features(result.dataset_path) == ordered(expected["features"])  # same columns, order and types
@@ -123,7 +125,7 @@ def test_a_translate_align_run_written_before_resumes_with_every_shard_skipped(o
     assert result.skipped_shards == 3
     assert result.statistics == expected["statistics"]
     out = old_run / "translate_align"
-    assert [p.name for p in (out / "shards").iterdir()] == [TRANSLATE_ALIGN_FINGERPRINT]
+    assert sorted(p.name for p in (out / "shards").iterdir()) == [TRANSLATE_ALIGN_FINGERPRINT, RESULT_RECORD]
     assert loaded(out / "dataset") == expected["dataset"]
     assert loaded(out / "discarded") == expected["discarded"]
     assert features(out / "dataset") == ordered(expected["features"])
@@ -193,8 +195,15 @@ def test_run_sharded_prepares_runs_every_key_and_only_the_main_process_merges(tm
         assert run.shards == ({"aa": 1, "bb": 1} if index else {"aa": 2, "bb": 2})
     assert merged == [[0, 1, 2]]
     assert statuses == [("aa", 1), ("bb", 1), ("aa", 0), ("aa", 2), ("bb", 0), ("bb", 2)]
-    again = shards.run_sharded(store, ["aa"], lambda key: numbered(5, 2), process, lambda: None, show_progress=False)
-    assert again.skipped == {"aa": 2} and len(statuses) == 6
+    again = shards.run_sharded(store, ["aa", "bb"], lambda key: numbered(5, 2), process, lambda: None,
+                               show_progress=False)
+    assert again.skipped == {"aa": 2, "bb": 2} and len(statuses) == 6
+    # fewer keys would merge a result without "bb": refused unless asked for
+    with pytest.raises(OutputExistsError, match=r'\["aa", "bb"\] there, \["aa"\] here'):
+        shards.run_sharded(store, ["aa"], lambda key: numbered(5, 2), process, lambda: None, show_progress=False)
+    alone = shards.run_sharded(store, ["aa"], lambda key: numbered(5, 2), process, lambda: None,
+                               show_progress=False, overwrite=True)
+    assert alone.skipped == {"aa": 2} and len(statuses) == 6
 
 
 def test_save_dataset_dict_keeps_an_empty_split_loadable_and_replaces_the_old_folder(tmp_path):

@@ -110,7 +110,14 @@ def test_two_processes_give_the_datasets_of_one_and_log_each_line_once(tmp_path)
     assert single and max(Counter(single).values()) == 1
     repeated = {line: count for line, count in Counter(double).items() if count > 1}
     assert not repeated, f"log lines printed more than once: {repeated}"
-    assert set(double) <= set(single)
+    # Each command says how many processes run it and which shards each takes, once.
+    spread = {f"INFO crop_hf.engine.shards: {job}: 2 processes; shard k{per} goes to process k mod 2 (process 0: "
+              "shards 0, 2, 4, ...; process 1: shards 1, 3, 5, ...)"
+              for job, per in (("synthesize", " of each language"), ("translate-align", ""))}
+    alone = {f"INFO crop_hf.engine.shards: {job}: 1 process, taking every shard"
+             for job in ("synthesize", "translate-align")}
+    assert spread <= set(double) and alone <= set(single)
+    assert set(double) - spread <= set(single) - alone
     # Only the main process logs: its shards' lines (even shards) are there, the other's are not.
     shards = {(match[1], int(match[2])) for line in double if (match := SHARD_LINE.match(line))}
     assert shards == {("de", 0), ("de", 2), ("nl", 0), (None, 0), (None, 2)}

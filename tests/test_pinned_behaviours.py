@@ -68,6 +68,7 @@ SYNTHESIS_NOT_FINGERPRINTED = {
     "target_langs": "each language has its own shard folder; its language filter only involves that language and "
                     "the source language",
     "output_dir": "where the shard folder is, not what is in it",
+    "overwrite_output_dir": "whether a finished result of other settings may be replaced, not what is computed",
     "strict_input": "only decides whether a run stops at an undecodable line; a run that finishes writes the same "
                     "shards either way",
     "device": "where the models run, not what they compute",
@@ -78,6 +79,7 @@ SYNTHESIS_NOT_FINGERPRINTED = {
 #: The same for TranslateAlignConfig (its result_arguments() takes every field but these).
 TRANSLATE_ALIGN_NOT_FINGERPRINTED = {
     "output_dir": "where the shard folder is, not what is in it",
+    "overwrite_output_dir": "whether a finished result of other settings may be replaced, not what is computed",
     "device": "where the translation model runs",
     "show_progress": "display only",
     "batch_size": "how many utterances one translation call takes",
@@ -146,12 +148,13 @@ def test_a_changed_fingerprinted_option_is_run_afresh_not_resumed(tmp_path):
     first = synthesize(fake_config(template, output, target_langs=["de"]), models=fake_models())
     assert first.statistics["de"]["too_long"] == 1 and first.statistics["de"]["all_o"] == 0
     models = fake_models()
-    second = synthesize(fake_config(template, output, target_langs=["de"], max_words=13), models=models)
+    second = synthesize(fake_config(template, output, target_langs=["de"], max_words=13, overwrite_output_dir=True),
+                        models=models)
     assert models.translator.calls == 2  # the one shard translated again, nothing resumed
     assert second.skipped_shards == {"de": 0}
     # The 13-word sentence now passes the length check (and has no entity): the new option took effect.
     assert second.statistics["de"]["too_long"] == 0 and second.statistics["de"]["all_o"] == 1
-    assert len(list((Path(output) / "shards").iterdir())) == 2
+    assert len(list((Path(output) / "shards").glob("*/run.json"))) == 2
 
 
 def test_a_changed_translate_align_option_is_run_afresh_not_resumed(tmp_path):
@@ -162,7 +165,7 @@ def test_a_changed_translate_align_option_is_run_afresh_not_resumed(tmp_path):
                     show_progress=False)
     first = translate_align(TranslateAlignConfig(**settings), TranslateAlignModels(translator, aligner), inputs=dataset)
     assert (first.statistics["kept"], first.statistics["slots_lost"]) == (0, 1)
-    second = translate_align(TranslateAlignConfig(**settings, keep_incomplete=True),
+    second = translate_align(TranslateAlignConfig(**settings, keep_incomplete=True, overwrite_output_dir=True),
                              TranslateAlignModels(translator, aligner), inputs=dataset)
     assert second.skipped_shards == 0 and (second.statistics["kept"], second.statistics["slots_lost"]) == (1, 0)
     assert translator.calls == ["play adele", "play adele"]
@@ -282,7 +285,7 @@ def test_each_process_says_what_it_skipped_of_its_own_shards(tmp_path, monkeypat
     assert (second.shards, second.skipped) == ({"aa": 2, "bb": 1}, {"aa": 2, "bb": 1})
     assert (first.shards, first.skipped) == ({"aa": 3, "bb": 1}, {"aa": 2, "bb": 1})
     assert first.merged["aa"] == {"input": 9, "kept": 5, "odd": 4}
-    assert [record.getMessage() for record in caplog.records] == [
+    assert [record.getMessage() for record in caplog.records if "resumed" in record.getMessage()] == [
         f"aa: resumed: skipped 2 of 2 shard(s) already finished in {store.root / 'aa'}",
         f"bb: resumed: skipped 1 of 1 shard(s) already finished in {store.root / 'bb'}",
         f"aa: resumed: skipped 2 of 3 shard(s) already finished in {store.root / 'aa'}",
@@ -305,7 +308,7 @@ def test_a_resumed_two_process_synthesis_reports_the_main_process_shards(tmp_pat
 
     _, first = both()
     assert first.statistics["de"]["input"] == 3 and first.statistics["nl"]["input"] == 4
-    (next(Path(tmp_path / "out" / "shards").glob("*")) / "nl" / "00003.json").unlink()  # process 1's
+    (next(Path(tmp_path / "out" / "shards").glob("*/run.json")).parent / "nl" / "00003.json").unlink()  # process 1's
     models = []
     for index in (1, 0):
         monkeypatch.setattr(shards, "process_state", lambda index=index: FakeState(index, 2))

@@ -32,6 +32,7 @@ from synthesis_fakes import (
 from crop_hf.cli import main
 from crop_hf.commands.self_train import RULE_MEANINGS
 from crop_hf.engine.shards import ShardStore
+from crop_hf.errors import OutputExistsError
 from crop_hf.synthesis import (
     SYNTHESIS_REASONS,
     LanguageIdFilter,
@@ -267,10 +268,15 @@ def test_rerun_skips_finished_shards_and_changed_arguments_start_afresh(raw_dir,
     assert "de: resumed: skipped 3 of 3 shard(s)" in caplog.text
 
     changed = fake_models()
-    runner = SynthesisRunner(fake_config(template, output, num_beams=2, num_return_sequences=2), models=changed)
+    with pytest.raises(OutputExistsError, match="num_beams: 5 there, 2 here; num_return_sequences: 3 there, 2 here"):
+        SynthesisRunner(fake_config(template, output, num_beams=2, num_return_sequences=2), models=changed).run()
+    assert changed.translator.calls == 0 and load(Path(output)) == before
+    runner = SynthesisRunner(fake_config(template, output, num_beams=2, num_return_sequences=2,
+                                         overwrite_output_dir=True), models=changed)
     runner.run()
     assert changed.translator.calls == 10
-    assert len(list((Path(output) / "shards").iterdir())) == 2  # old shards kept apart, never mixed
+    runs = [path for path in (Path(output) / "shards").iterdir() if path.is_dir()]
+    assert len(runs) == 2  # old shards kept apart, never mixed
     assert ShardStore(output, fake_config(template, output).result_arguments()).root != runner.store.root
 
 
@@ -888,7 +894,10 @@ def test_in_memory_inputs_their_limit_and_their_own_shard_folder(tmp_path):
     assert [row["tokens"] for row in kept["de"]] == [["Ich", "wohne", "in", "Hamburg", "."]]
     other = {"de": datasets.Dataset.from_dict({"text": ["Wir fahren nach Hamburg ."]})}
     assert SynthesisRunner(config, models=fake_models(), inputs=other).store.root != runner.store.root
-    assert synthesize(config, models=fake_models(), inputs=other).statistics["de"]["input"] == 1
+    with pytest.raises(OutputExistsError, match="inputs: "):  # other rows are other settings
+        synthesize(config, models=fake_models(), inputs=other)
+    again = dataclasses.replace(config, overwrite_output_dir=True)
+    assert synthesize(again, models=fake_models(), inputs=other).statistics["de"]["input"] == 1
 
 
 def test_process_reports_stages_and_logs_its_shard(raw_dir, tmp_path, caplog):
@@ -903,7 +912,7 @@ def test_process_reports_stages_and_logs_its_shard(raw_dir, tmp_path, caplog):
     assert caplog.messages[-1] == "de shard 4: 2 of 2 kept"
 
 
-def test_run_shows_its_own_bar_and_hears_the_tokenizer_warning_once(raw_dir, tmp_path, monkeypatch):
+def test_run_shows_its_own_bar_and_silences_only_the_pipelines_subword_warning(raw_dir, tmp_path, monkeypatch):
     import warnings
 
     import crop_hf.synthesis.runner as runner_module
@@ -911,9 +920,12 @@ def test_run_shows_its_own_bar_and_hears_the_tokenizer_warning_once(raw_dir, tmp
     seen = record_run_sharded(monkeypatch, runner_module)
     models = fake_models()
     tag = models.tagger.__call__
+    heuristic = "Tokenizer does not support real words, using fallback heuristic"
 
-    def noisy(texts, **kwargs):
-        warnings.warn("Tokenizer does not support real words, using fallback heuristic", UserWarning, stacklevel=1)
+    def noisy(texts, **kwargs):  # as transformers' token-classification pipeline says it, on every call
+        warnings.warn_explicit(heuristic, UserWarning, "token_classification.py", 445,
+                               module="transformers.pipelines.token_classification")
+        warnings.warn_explicit(heuristic, UserWarning, "elsewhere.py", 1, module="elsewhere")
         warnings.warn("another warning", UserWarning, stacklevel=1)
         return tag(texts, **kwargs)
 
@@ -923,9 +935,10 @@ def test_run_shows_its_own_bar_and_hears_the_tokenizer_warning_once(raw_dir, tmp
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         synthesize(config, models=models)
-    messages = [str(w.message) for w in caught]
-    assert messages.count("Tokenizer does not support real words, using fallback heuristic") == 1
-    assert messages.count("another warning") > 1  # only that one warning is shown once
+    said = [(str(w.message), w.filename) for w in caught]
+    assert (heuristic, "token_classification.py") not in said  # the pipeline's own: never shown
+    assert said.count((heuristic, "elsewhere.py")) > 1  # the same words from another module pass
+    assert [message for message, _ in said].count("another warning") > 1  # every other warning passes
     assert seen == [{"show_progress": True, "description": "synthesize", "unit": "sent"}]
 
 

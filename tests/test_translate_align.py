@@ -485,8 +485,8 @@ def test_run_reads_the_configured_columns_split_and_limit_and_shows_its_bar(tmp_
     kept = datasets.load_from_disk(str(tmp_path / "mem" / "dataset"))["train"]
     assert kept["source"] == ["dev:0"] and kept["domain"] == [""]
     items = [ParseInput("[IN:CREATE_CALL call [SL:CONTACT dad ] ]", None, "l:1")]
-    translate_align(config(tmp_path, output_dir=str(tmp_path / "mem")), TranslateAlignModels(DictTranslator(), TableAligner()),
-                    inputs=items)  # a list of ParseInput, as is
+    translate_align(config(tmp_path, output_dir=str(tmp_path / "mem"), overwrite_output_dir=True),
+                    TranslateAlignModels(DictTranslator(), TableAligner()), inputs=items)  # a list of ParseInput, as is
     assert datasets.load_from_disk(str(tmp_path / "mem" / "dataset"))["train"]["source"] == ["l:1"]
     monkeypatch.setattr(shards, "process_state", lambda: FakeState(1, 2))  # not the main process: no merge
     other = translate_align(config(tmp_path, output_dir=str(tmp_path / "o2")),
@@ -506,11 +506,12 @@ def test_other_in_memory_parses_start_another_shard_folder(tmp_path):
     # the inputs' datasets fingerprint is part of the run's: new parses are never served old shards
     def run(parse_text):
         rows = datasets.Dataset.from_dict({"parse": [parse_text]})
-        return translate_align(config(tmp_path), TranslateAlignModels(DictTranslator(), TableAligner()), inputs=rows)
+        return translate_align(config(tmp_path, overwrite_output_dir=True),
+                               TranslateAlignModels(DictTranslator(), TableAligner()), inputs=rows)
 
     first = run("[IN:CREATE_CALL call [SL:CONTACT mom ] ]")
     second = run("[IN:CREATE_CALL call [SL:CONTACT dad ] ]")
-    assert second.skipped_shards == 0 and len(list((tmp_path / "out" / "shards").iterdir())) == 2
+    assert second.skipped_shards == 0 and len(list((tmp_path / "out" / "shards").glob("*/run.json"))) == 2
     kept = datasets.load_from_disk(str(second.output_dir / "dataset"))["train"]
     assert kept["source_utterance"] == ["call dad"] and first.statistics["kept"] == 1
 

@@ -107,6 +107,9 @@ class TranslateAlignConfig:
     output_dir: str = field(metadata={"help": "Folder for shards, dataset/, discarded/, statistics.json and README.md."})
     tgt_lang: str = field(metadata={"help": "Target language code of the translation model's family (es, hi, ...)."})
     src_lang: str = field(default="en", metadata={"help": "Language of the parses."})
+    overwrite_output_dir: bool = field(
+        default=False, metadata={"help": "Replace a finished result of other settings in output_dir (without it, "
+                                         "such a folder is an error; the same settings resume)."})
     mt_model: str = field(default="facebook/m2m100_418M",
                           metadata={"help": "Any seq2seq translation model (M2M100, NLLB, MarianMT, mBART-50)."})
     mt_revision: str | None = field(default=None, metadata={"help": "Revision of mt_model."})
@@ -138,7 +141,11 @@ class TranslateAlignConfig:
     show_progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
 
     def __post_init__(self) -> None:
+        from crop_hf.errors import check_language_code
         from crop_hf.projection.methods import get_method
+
+        check_language_code(self.tgt_lang, "tgt_lang", "the English parses go in --input")
+        check_language_code(self.src_lang, "src_lang")
 
         method = get_method(self.method)
         if not method.uses_alignment:
@@ -150,7 +157,7 @@ class TranslateAlignConfig:
 
     def result_arguments(self) -> dict[str, Any]:
         """Every setting that changes the output (the shard fingerprint)."""
-        skip = {"output_dir", "device", "show_progress", "batch_size"}
+        skip = {"output_dir", "overwrite_output_dir", "device", "show_progress", "batch_size"}
         if self.symmetrization == DEFAULT_SYMMETRIZATION:  # added later: runs written before it keep their name
             skip.add("symmetrization")
         return {name: value for name, value in asdict(self).items() if name not in skip}
@@ -292,11 +299,14 @@ def translate_align(config: TranslateAlignConfig, models: TranslateAlignModels |
     import itertools
 
     from crop_hf.engine.shards import ShardStore, describe_inputs, process_state, run_sharded
+    from crop_hf.projection.methods import foreign_rules
     from crop_hf.synthesis.filters import language_filter
     from crop_hf.synthesis.inputs import shards_of
 
     store = ShardStore(config.output_dir, {**config.result_arguments(), "inputs": describe_inputs(inputs),
                                            "recipe": "translate-align"})
+    for line in foreign_rules(config.method, [config.tgt_lang]):
+        logger.warning(line)  # Hindi's postpositions on Spanish, say: once per run
 
     @cache
     def loaded() -> tuple[TranslateAlignModels, Any]:  # on first use: a finished run never loads them
@@ -315,7 +325,8 @@ def translate_align(config: TranslateAlignConfig, models: TranslateAlignModels |
         return kept, discarded, dict(reasons)
 
     run = run_sharded(store, [config.tgt_lang], shards, process, partial(_merge, config, store),
-                      show_progress=config.show_progress, description="translate-align", unit="parse")
+                      show_progress=config.show_progress, description="translate-align", unit="parse",
+                      overwrite=config.overwrite_output_dir)
     result = run.merged if run.merged is not None else TranslateAlignResult(Path(config.output_dir))
     result.skipped_shards = run.skipped[config.tgt_lang]
     return result

@@ -5,7 +5,10 @@ Example (the paper's models, raw sentences one per line in raw/de.txt and raw/es
     crop-hf synthesize --target_langs de es --input "raw/{lang}.txt" --output_dir out/crop
     crop-hf synthesize run.yaml --device cuda:0     # options from a file, overridden on the line
 
-Several processes split the shards: ``accelerate launch -m crop_hf.cli synthesize ...``.
+Several processes split the shards: ``accelerate launch --multi_gpu -m crop_hf.cli synthesize ...`` on
+GPUs, ``ACCELERATE_USE_CPU=1 torchrun --standalone --nproc_per_node 2 -m crop_hf.cli synthesize ...`` on
+CPUs; the run logs how many it runs on. A folder that holds a finished result of other settings is
+refused unless ``--overwrite_output_dir`` is given.
 """
 
 from __future__ import annotations

@@ -13,8 +13,10 @@ Examples::
         --method "hybrid?postpositions=hi" --symmetrization grow-diag-final --language_filter false \\
         --output_dir out/en-hi
 
-Several processes split the shards: ``accelerate launch -m crop_hf.cli translate-align ...``;
-a rerun with the same options resumes.
+Several processes split the shards: ``accelerate launch --multi_gpu -m crop_hf.cli translate-align ...``
+on GPUs, ``ACCELERATE_USE_CPU=1 torchrun --standalone --nproc_per_node 2 -m crop_hf.cli translate-align ...``
+on CPUs; a rerun with the same options resumes, and one with other options into a finished folder
+is refused unless ``--overwrite_output_dir`` is given.
 """
 
 from __future__ import annotations

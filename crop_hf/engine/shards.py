@@ -11,6 +11,7 @@ When every process is done, the main process merges the finished shards into ``D
 
 Layout (runs written by earlier releases resume: the paths, the fingerprint and the columns are fixed)::
 
+    OUTPUT_DIR/shards/result.json                        which run the merged outputs come from
     OUTPUT_DIR/shards/<fingerprint>/run.json             the arguments behind the fingerprint
     OUTPUT_DIR/shards/<fingerprint>/<key>/00042.parquet  rows of shard 42: ``kept`` (bool), ``row`` (JSON)
     OUTPUT_DIR/shards/<fingerprint>/<key>/00042.json     its statistics (written last: marks it done)
@@ -19,7 +20,11 @@ The parts, lowest first: :func:`fingerprint` and :class:`ShardStore` (the folder
 :func:`run_shards` (one key's shards of this process), :func:`merge_shards` and
 :func:`shard_statistics` (the main process's merge), :func:`save_dataset_dict` and
 :func:`atomic_write_bytes` (atomic outputs), and :func:`run_sharded`, the whole run every long
-job drives. Rows are dataclasses whose ``datasets.Features`` come from their fields
+job drives. Before anything is written, :func:`check_output_dir` refuses to replace a finished
+result of other settings (``OutputExistsError``, unless ``overwrite``); the run folder and its
+``run.json`` appear with the first finished shard, so a run that fails before it leaves the
+output folder as it was. :func:`describe_processes` is the line every long job logs at start.
+Rows are dataclasses whose ``datasets.Features`` come from their fields
 (:func:`row_features`, :func:`row_descriptions`).
 
 >>> fingerprint({"b": 1, "a": [2]}) == fingerprint({"a": [2], "b": 1})
@@ -46,11 +51,14 @@ from typing import Any, Generic, TypeVar
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "RESULT_RECORD",
     "FinishedShard",
     "ShardRun",
     "ShardStore",
     "atomic_write_bytes",
+    "check_output_dir",
     "describe_inputs",
+    "describe_processes",
     "fingerprint",
     "merge_shards",
     "process_state",
@@ -69,6 +77,9 @@ FinishedShard = tuple[int, Path, dict[str, Any]]
 ShardOutput = tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]], Mapping[str, int]]
 
 Merged = TypeVar("Merged")
+
+#: ``OUTPUT_DIR/shards/result.json``: the fingerprint and keys of the run whose merge wrote the outputs.
+RESULT_RECORD = "result.json"
 
 
 def fingerprint(arguments: Mapping[str, Any]) -> str:
@@ -142,11 +153,39 @@ class ShardStore:
         self.root = Path(output_dir) / "shards" / self.fingerprint
 
     def prepare(self) -> None:
-        """Create the run folder and record its arguments in ``run.json`` (idempotent; the main process calls it)."""
+        """Create the run folder and record its arguments in ``run.json`` (idempotent; the first :meth:`write` calls it).
+
+        Several processes may call it at once: each writes the same bytes through a rename.
+        """
         record = self.root / "run.json"
         if not record.exists():
             text = json.dumps(self.arguments, indent=2, sort_keys=True, ensure_ascii=False, default=str)
             atomic_write_bytes(record, text.encode("utf-8"))
+
+    def record_result(self, keys: Sequence[str]) -> None:
+        """Note in ``shards/result.json`` that the outputs beside ``shards/`` were merged from this run's ``keys``."""
+        record = {"fingerprint": self.fingerprint, "keys": list(keys)}
+        atomic_write_bytes(self.root.parent / RESULT_RECORD, json.dumps(record, sort_keys=True).encode("utf-8"))
+
+    def finished_result(self) -> tuple[dict[str, Any], list[str] | None] | None:
+        """``(arguments, keys)`` of the run whose merge wrote this folder's outputs; ``None`` when none did.
+
+        Folders written before ``result.json`` existed hold ``statistics.json`` (every job writes it at
+        its merge): their result is taken to be the newest run folder's, its keys unknown (``None``).
+        """
+        shards = self.root.parent
+        record_path = shards / RESULT_RECORD
+        if record_path.is_file():
+            record = json.loads(record_path.read_text(encoding="utf-8"))
+            run_json = shards / record["fingerprint"] / "run.json"
+            arguments = json.loads(run_json.read_text(encoding="utf-8")) if run_json.is_file() else {}
+            return {**arguments, "fingerprint": record["fingerprint"]}, record["keys"]
+        if not (shards.parent / "statistics.json").is_file():
+            return None
+        runs = sorted(shards.glob("*/run.json"), key=lambda path: path.stat().st_mtime)
+        if not runs:
+            return None
+        return {**json.loads(runs[-1].read_text(encoding="utf-8")), "fingerprint": runs[-1].parent.name}, None
 
     def _paths(self, key: str, index: int) -> tuple[Path, Path]:
         base = self.root / key / f"{index:05d}"
@@ -161,6 +200,7 @@ class ShardStore:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        self.prepare()  # the run folder appears with its first shard: a run that fails before leaves no trace
         rows_path, stats_path = self._paths(key, index)
         table = pa.Table.from_pylist(list(rows))
         sink = pa.BufferOutputStream()
@@ -186,6 +226,89 @@ def process_state() -> Any:
     # Unlike Accelerator, PartialState does not read ACCELERATE_USE_CPU itself; without it, CPU
     # processes started by torchrun would each believe they are alone.
     return PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_output_dir(store: ShardStore, keys: Sequence[str], *, overwrite: bool = False) -> None:
+    """Refuse to replace a finished result of other settings in ``store``'s output folder.
+
+    The folder's outputs (dataset, statistics, card) came from a run: when its arguments or keys
+    differ from this one's, :class:`~crop_hf.errors.OutputExistsError` names the differing settings
+    (at most five) unless ``overwrite``. The same settings resume (or merge again) as before.
+    Nothing is read but ``shards/``; nothing is written.
+    """
+    from crop_hf.errors import OutputExistsError
+
+    finished = store.finished_result()
+    if overwrite or finished is None:
+        return
+    arguments, old_keys = finished
+    if arguments.get("fingerprint") == store.fingerprint and (old_keys is None or list(old_keys) == list(keys)):
+        return
+    differences = [f"{name}: {_shown(arguments.get(name))} there, {_shown(store.arguments.get(name))} here"
+                   for name in sorted(set(arguments) | set(store.arguments) - {"fingerprint"})
+                   if name != "fingerprint" and arguments.get(name) != store.arguments.get(name)]
+    if old_keys is not None and list(old_keys) != list(keys):
+        differences.insert(0, f"{_shown(list(old_keys))} there, {_shown(list(keys))} here")
+    if not differences:  # a fingerprint of arguments the record no longer has (run.json removed)
+        differences = [f"run {arguments.get('fingerprint')} there, {store.fingerprint} here"]
+    more = f" and {len(differences) - 5} more" if len(differences) > 5 else ""
+    raise OutputExistsError(
+        f"{store.root.parent.parent} holds a finished result of other settings ({'; '.join(differences[:5])}{more}): "
+        "pass --overwrite_output_dir to replace it (finished shards of either run are kept and reused), "
+        "or choose another --output_dir")
+
+
+def _launched_for(environ: Mapping[str, str]) -> int | None:
+    """How many processes the launcher meant to start, from its environment (``None``: not launched, or unknown).
+
+    ``torchrun`` sets ``WORLD_SIZE``; ``accelerate launch --num_processes N`` with its simple
+    launcher (the CPU, or no ``accelerate config``) sets only ``MASTER_ADDR``/``MASTER_PORT``,
+    and only when N > 1, then starts one process: "at least 2", returned as 2.
+    """
+    if environ.get("WORLD_SIZE"):
+        return int(environ["WORLD_SIZE"])
+    if environ.get("MASTER_ADDR") and environ.get("MASTER_PORT"):
+        return 2
+    return None
+
+
+def describe_processes(state: Any, job: str, *, per: str = "",
+                       environ: Mapping[str, str] | None = None) -> tuple[int, str]:
+    """``(logging level, line)`` a long job logs at start: how many processes run it and which shards each takes.
+
+    ``state`` has ``num_processes``; ``per`` names what each key is (``" of each language"``). A
+    process launched for several that finds itself alone gets a WARNING naming commands that work.
+
+    >>> from types import SimpleNamespace
+    >>> describe_processes(SimpleNamespace(num_processes=2), "synthesize", per=" of each language", environ={})[1]
+    'synthesize: 2 processes; shard k of each language goes to process k mod 2 (process 0: shards 0, 2, 4, ...; process 1: shards 1, 3, 5, ...)'
+    >>> describe_processes(SimpleNamespace(num_processes=1), "synthesize", environ={})
+    (20, 'synthesize: 1 process, taking every shard')
+    >>> describe_processes(SimpleNamespace(num_processes=1), "synthesize", environ={"WORLD_SIZE": "4"})[1][:60]
+    'synthesize: launched for 4 processes but running alone (1 pr'
+    """
+    environ = os.environ if environ is None else environ
+    count = state.num_processes
+    if count == 1:
+        launched = _launched_for(environ)
+        if launched is not None and launched > 1:
+            meant = environ.get("WORLD_SIZE") or "several"
+            return logging.WARNING, (
+                f"{job}: launched for {meant} processes but running alone (1 process): `accelerate launch` "
+                "starts a single process on the CPU, and on GPUs without `accelerate config`; for N CPU "
+                "processes use `ACCELERATE_USE_CPU=1 torchrun --standalone --nproc_per_node N -m crop_hf.cli "
+                "...`, for N GPUs `accelerate launch --multi_gpu --num_processes N -m crop_hf.cli ...`")
+        return logging.INFO, f"{job}: 1 process, taking every shard"
+    shown = min(count, 4)
+    each = "; ".join(f"process {k}: shards {', '.join(str(k + i * count) for i in range(3))}, ..."
+                     for k in range(shown))
+    rest = f"; ... process {count - 1}" if count > shown else ""
+    return logging.INFO, f"{job}: {count} processes; shard k{per} goes to process k mod {count} ({each}{rest})"
 
 
 def run_shards(
@@ -291,20 +414,26 @@ def run_sharded(
     show_progress: bool = True,
     description: str = "",
     unit: str = "it",
+    per_key: str = "",
+    overwrite: bool = False,
 ) -> ShardRun[Merged]:
-    """A whole sharded run: prepare ``store``, process every key's shards, and merge on the main process.
+    """A whole sharded run: check the output folder, process every key's shards, and merge on the main process.
 
-    The main process prepares the store while the others wait; each process then runs its
-    shards of every key (:func:`run_shards`) with a progress bar (``description key``, main
-    process only); when all are done the main process calls ``merge()`` (which reads
-    ``store.finished(key)``) while the others wait. ``shards(key)`` yields ``(index, items)``;
-    ``process(key, index, items, status)`` returns ``(kept rows, discarded rows, counts)`` and
-    may call ``status(text)`` to show what it is doing on the bar.
+    Every process first checks that the folder holds no finished result of other settings
+    (:func:`check_output_dir`; ``overwrite`` lifts it) and the main process logs how many
+    processes run and which shards each takes (:func:`describe_processes`). Each process then
+    runs its shards of every key (:func:`run_shards`) with a progress bar (``description key``,
+    main process only); when all are done the main process calls ``merge()`` (which reads
+    ``store.finished(key)``) and records the result (``shards/result.json``) while the others
+    wait. ``per_key`` names a key in that log line (``" of each language"``). ``shards(key)`` yields ``(index, items)``; ``process(key, index, items, status)``
+    returns ``(kept rows, discarded rows, counts)`` and may call ``status(text)`` to show what it
+    is doing on the bar.
     """
+    keys = list(keys)
     state = process_state()
+    check_output_dir(store, keys, overwrite=overwrite)  # every process: all stop, none waits at a barrier
     if state.is_main_process:
-        store.prepare()
-    state.wait_for_everyone()
+        logger.log(*describe_processes(state, description or "run", per=per_key))
     run: ShardRun[Merged] = ShardRun(None, state.is_main_process)
     for key in keys:
         run.shards[key], run.skipped[key] = run_shards(
@@ -313,6 +442,7 @@ def run_sharded(
     state.wait_for_everyone()
     if state.is_main_process:
         run.merged = merge()
+        store.record_result(keys)
     state.wait_for_everyone()
     return run
 

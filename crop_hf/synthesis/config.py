@@ -25,6 +25,9 @@ class SynthesisConfig:
                   "'hub:NAME:{lang}', whose train sentences are used without their labels."},
     )
     output_dir: str = field(default="crop-hf-synthesis", metadata={"help": "Where shards, the dataset and its card go."})
+    overwrite_output_dir: bool = field(
+        default=False, metadata={"help": "Replace a finished result of other settings in output_dir (without it, "
+                                         "such a folder is an error; the same settings resume)."})
     source_lang: str = field(default="en", metadata={"help": "Language of the source NER model."})
     mt_model: str = field(default="facebook/m2m100_418M", metadata={"help": "Multilingual translation model."})
     mt_revision: str | None = field(default=None, metadata={"help": "Hub revision of the translation model."})
@@ -82,6 +85,11 @@ class SynthesisConfig:
             self.target_langs = [lang for lang in self.target_langs.replace(",", " ").split() if lang]
         if not self.target_langs:
             raise ValueError("give at least one target language")
+        from crop_hf.errors import check_language_code
+
+        for lang in self.target_langs:  # a forgotten --input: its path would be read as a language
+            check_language_code(lang, "target_langs", "raw sentences go in --input, e.g. --input 'raw/{lang}.txt'")
+        check_language_code(self.source_lang, "source_lang")
         if self.source_lang in self.target_langs:
             raise ValueError(f"the source language {self.source_lang!r} cannot also be a target language")
         from crop_hf.projection.methods import get_method
@@ -112,7 +120,7 @@ class SynthesisConfig:
         return {name: values[name] for name in RESULT_FIELDS}
 
 
-#: Fields whose change invalidates finished shards. Not here: output_dir, target_langs (each
+#: Fields whose change invalidates finished shards. Not here: output_dir, overwrite_output_dir, target_langs (each
 #: language has its own shard folder and its language filter only involves that language and the
 #: source language), device, show_progress and report.
 RESULT_FIELDS: tuple[str, ...] = (

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crop_hf.console import without_subword_heuristic_warning
 from crop_hf.engine.shards import (
     ShardStore,
     atomic_write_bytes,
@@ -21,6 +22,7 @@ from crop_hf.engine.shards import (
     save_dataset_dict,
     shard_statistics,
 )
+from crop_hf.projection.methods import foreign_rules
 from crop_hf.synthesis.config import SynthesisConfig
 from crop_hf.synthesis.filters import STATISTICS_COLUMNS, language_filter
 from crop_hf.synthesis.inputs import iter_raw_sentences, shards_of
@@ -112,13 +114,12 @@ class SynthesisRunner:
         Bars: this run's own (``config.show_progress``, main process); other libraries' bars are
         the caller's to switch (``crop-hf synthesize`` uses :func:`crop_hf.console.progress_bars`).
         """
-        import warnings
-
-        with warnings.catch_warnings():
-            # transformers' token-classification pipeline warns on every call with a SentencePiece tokenizer.
-            warnings.filterwarnings("once", message="Tokenizer does not support real words")
+        for line in foreign_rules(self.config.method, self.config.target_langs):
+            logger.warning(line)  # German's rules on Spanish, say: once per run, before hours of work
+        with without_subword_heuristic_warning():  # said by the tagger on every call (XLM-R's tokenizer)
             run = run_sharded(self.store, self.config.target_langs, self._shards, self._process, self.merge,
-                              show_progress=self.config.show_progress, description="synthesize", unit="sent")
+                              show_progress=self.config.show_progress, description="synthesize", unit="sent",
+                              per_key=" of each language", overwrite=self.config.overwrite_output_dir)
         self.skipped_shards = run.skipped
         result = run.merged or SynthesisResult(Path(self.config.output_dir))
         result.skipped_shards = dict(run.skipped)
