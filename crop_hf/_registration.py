@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
+import logging
 import os
 import sys
 
@@ -41,6 +42,17 @@ class ModelFree(os.PathLike):
 
 #: The marker a model-free task receives as ``model`` from ``transformers.pipeline``.
 MODEL_FREE = ModelFree()
+
+
+class _NoDefaultModelNotice(logging.Filter):
+    """Drops transformers' "No model was supplied, defaulted to ..." warning when the default is :data:`MODEL_FREE`.
+
+    ``pipeline("projection")`` needs no model, so advice to name one (and its revision) "in
+    production" is wrong there; the notice stays for every task that does download a default.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return repr(MODEL_FREE) not in str(record.msg)
 
 #: task -> (module, pipeline class, transformers auto-model class name or None, input type[,
 #: default model: ``MODEL_FREE`` for a task that runs without one]). Each feature that adds a
@@ -79,6 +91,9 @@ def register_pipelines() -> list[str]:
         PIPELINE_REGISTRY.register_pipeline(task, pipeline_class=pipeline_class, pt_model=pt_model, type=input_type,
                                             **options)
         registered.append(task)
+    notices = logging.getLogger("transformers.pipelines")  # where pipeline() logs the notice
+    if not any(isinstance(existing, _NoDefaultModelNotice) for existing in notices.filters):
+        notices.addFilter(_NoDefaultModelNotice())
     return registered
 
 

@@ -28,7 +28,32 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CONFIG_SUFFIXES", "HelpFormatter", "build_parser", "config_to_argv", "parse_config", "read_config_file"]
+__all__ = ["CONFIG_SUFFIXES", "HelpFormatter", "build_parser", "config_to_argv", "parse_config", "plain_text",
+           "read_config_file"]
+
+#: reST markup of docstrings and help texts, and what ``--help`` shows instead (in this order).
+_MARKUP = (
+    (re.compile(r":[a-z]+(?::[a-z]+)?:`~?(?:[\w.]*\.)?([^`<]+?)(?: <[^>]+>)?`"), r"\1"),  # :func:`~a.b.c` -> c
+    (re.compile(r"`([^`<]+?) <([^>]+)>`__?"), r"\1 (\2)"),  # `text <url>`_ -> text (url)
+    (re.compile(r"``(.+?)``", re.DOTALL), r"\1"),  # a literal may wrap onto the next line
+    (re.compile(r"(?<![\w*])\*\*(\S(?:.*?\S)?)\*\*(?![\w*])"), r"\1"),  # **bold**
+    (re.compile(r"(?<![\w*`])`([^`\n]+)`(?![\w`])"), r"\1"),  # `title reference`
+    (re.compile(r"(?m)^(\s*)::\s*$\n?"), ""),  # a paragraph that is only "::"
+    (re.compile(r"(?m)(\S)::$"), r"\1:"),  # "Examples::" -> "Examples:"
+)
+
+
+def plain_text(text: str) -> str:
+    """A docstring or help text with its reST markup taken out, as ``--help`` shows it.
+
+    >>> plain_text("Run ``crop-hf demo``: **no download**. See :func:`~crop_hf.engine.shards.run_sharded`.\\n\\nExamples::")
+    'Run crop-hf demo: no download. See run_sharded.\\n\\nExamples:'
+    >>> plain_text("files '*.txt' and 2 * 3")
+    "files '*.txt' and 2 * 3"
+    """
+    for pattern, replacement in _MARKUP:
+        text = pattern.sub(replacement, text)
+    return text
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
 
@@ -41,9 +66,16 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefau
     directive. Here a list default is shown space-separated as it is typed, ``None``/empty defaults
     read "not set" unless the help text says what happens without the option ("default: all"), the
     ``--no_X`` switch of a boolean says what it turns off, and a lone ``%`` is printed as is.
+    Docstrings and help texts are reST: their markup is taken out (:func:`plain_text`).
     """
 
+    def _format_text(self, text: str) -> str:
+        return super()._format_text(plain_text(text))  # the description: a module docstring
+
     def _get_help_string(self, action: argparse.Action) -> str:
+        return plain_text(self._help_with_default(action))
+
+    def _help_with_default(self, action: argparse.Action) -> str:
         help_text = action.help or ""
         if isinstance(action, argparse._StoreFalseAction) and action.option_strings[0].startswith("--no"):
             return f"Turn --{action.dest} off (it is on by default)."

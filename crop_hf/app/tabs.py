@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import difflib
 import re
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from crop_hf import seqlogical
+from crop_hf.console import without_subword_heuristic_warning
 from crop_hf.labels import Span, tags_to_spans
 from crop_hf.markers import SlotMarkers
 from crop_hf.synthesis.stages import entity_spans
@@ -190,8 +190,7 @@ def translate_labeled(models, text: str | None, src_lang: str | None, tgt_lang: 
     entities_from = "written"
     if entities is None:
         entities_from = "ner model"
-        with warnings.catch_warnings():  # said on every call with a SentencePiece tokenizer
-            warnings.filterwarnings("ignore", message="Tokenizer does not support real words")
+        with without_subword_heuristic_warning():  # said on every call with a SentencePiece tokenizer
             entities = entity_spans(plain, models.tagger(plain))
     marked = translator.mark({"text": plain, "entities": entities})
     num_hypotheses = max(1, int(num_hypotheses))

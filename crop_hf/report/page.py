@@ -101,7 +101,7 @@ def write_report(
             update_card(card, card_section(data, {name: f"{relative}/{path.name}" for name, path in plots.items()},
                                            f"{relative}/{html.name}"))
             files.card = card
-    logger.info("report written to %s", html)
+    logger.debug("report written to %s", html)  # the commands print where it is
     return files
 
 
