@@ -34,8 +34,10 @@ pretrained BART-base is what the recipe needs.
 from __future__ import annotations
 
 import argparse
+import atexit
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -101,6 +103,7 @@ def main() -> None:
     datasets.disable_progress_bars()
     torch.set_num_threads(1)
     work = Path(tempfile.mkdtemp(prefix="bench-cstop-augment-"))
+    atexit.register(shutil.rmtree, work, ignore_errors=True)  # models, caches and runs: ~50 MB
     started = time.perf_counter()
     ds = crop_hf.load_dataset("hinglish_top", data_dir=args.data_dir, cache_dir=str(work / "cache"))
     train, validation = ds["train"], ds["validation"]
