@@ -249,9 +249,9 @@ def check_output_dir(store: ShardStore, keys: Sequence[str], *, overwrite: bool 
     arguments, old_keys = finished
     if arguments.get("fingerprint") == store.fingerprint and (old_keys is None or list(old_keys) == list(keys)):
         return
+    names = sorted((set(arguments) | set(store.arguments)) - {"fingerprint"})
     differences = [f"{name}: {_shown(arguments.get(name))} there, {_shown(store.arguments.get(name))} here"
-                   for name in sorted(set(arguments) | set(store.arguments) - {"fingerprint"})
-                   if name != "fingerprint" and arguments.get(name) != store.arguments.get(name)]
+                   for name in names if arguments.get(name) != store.arguments.get(name)]
     if old_keys is not None and list(old_keys) != list(keys):
         differences.insert(0, f"{_shown(list(old_keys))} there, {_shown(list(keys))} here")
     if not differences:  # a fingerprint of arguments the record no longer has (run.json removed)
