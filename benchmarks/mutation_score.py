@@ -129,6 +129,11 @@ MODULES: dict[str, Module] = {
     "parsing.predict (scoring)": Module("crop_hf/parsing/predict.py", ("_decoded_form", "score_parses"),
                                         "gold trees scored under a model; the rest of the file is the batching "
                                         "predict_parses shares with the pipeline, which its tests run"),
+    "engine.shards": Module("crop_hf/engine/shards.py"),
+    "metrics.projection": Module("crop_hf/metrics/projection.py"),
+    "commands.evaluate_projection": Module("crop_hf/commands/evaluate_projection.py", (
+        "EvaluateProjectionConfig.*", "load_tagged", "read_parallel", "build_aligners", "run")),
+    "app.render": Module("crop_hf/app/render.py"),
 }
 
 _NAME = re.compile(r"^(?P<module>.+?)\.x(?:ǁ(?P<cls>[^ǁ]+)ǁ|_)(?P<func>.+)__mutmut_(?P<n>\d+)$")
