@@ -5,15 +5,20 @@ from __future__ import annotations
 import os
 import re
 import runpy
+import zlib
+from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
+from xml.etree import ElementTree
 
 import pytest
 
+from crop_hf import seqlogical
 from crop_hf.app import AppModels, InputError, parse_utterance, project_labels, render, translate_labeled
 from crop_hf.app.models import PARSER_INTENTS
 from crop_hf.app.tabs import check_language, check_markers, check_text, read_annotations
 from crop_hf.app.ui import safely
+from crop_hf.labels import Span
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -357,3 +362,201 @@ def test_the_space_has_its_metadata_and_builds_the_app(monkeypatch):
     assert isinstance(namespace["demo"], gr.Blocks)
     assert namespace["models"].mt_model == "facebook/m2m100_418M"
     assert namespace["models"].tiny == ["--ner_model", "--parser_model", "--align_model"]
+
+
+# --- what each renderer shows, and that its markup holds together ---------------------------------
+
+#: Inline CSS the renderers may write: property -> what its value may be made of.
+_CSS_VALUE = re.compile(r"(?:-?\d+(?:\.\d+)?(?:px|em|%)?|#[0-9a-f]{6}|[a-z]+(?:-[a-z]+)*)")
+_CSS_PROPERTIES = {
+    "align-items", "background", "border", "border-collapse", "border-radius", "color", "display", "flex-direction",
+    "flex-wrap", "font-family", "font-size", "font-weight", "line-height", "margin", "opacity", "overflow-x",
+    "padding", "text-align", "vertical-align", "white-space"}
+#: Elements that never hold anything (no closing tag).
+_VOID = {"br"}
+
+
+class _Page(HTMLParser):
+    """Reads rendered HTML: its visible text (blocks on their own lines, cells split by " | ") and every fault."""
+
+    _BLOCKS = frozenset({"div", "p", "h4", "li", "tr", "ul", "table"})
+
+    def __init__(self, html: str):
+        super().__init__(convert_charrefs=True)
+        self.open: list[str] = []
+        self.faults: list[str] = []
+        self.text = ""
+        self.faults += [f"tag spelled {tag!r}" for tag in re.findall(r"</?[a-z0-9]*[A-Z][A-Za-z0-9]*", html)]
+        self.feed(html)
+        self.close()
+        if self.open:
+            self.faults.append(f"never closed: {self.open}")
+        if self.rawdata.strip():
+            self.faults.append(f"text after the markup: {self.rawdata[:40]!r}")
+        self.lines = [" ".join(line.split()) for line in self.text.split("\n") if line.strip()]
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name == "style":
+                self._check_style(value or "")
+            if name == "class" and not re.fullmatch(r"crop(?:-[a-z]+)+", value or ""):
+                self.faults.append(f"class {value!r}")
+        self.text += "\n" if tag in self._BLOCKS else " | " if tag in {"td", "th"} else " "  # a tree's words: boxes
+        if tag not in _VOID:
+            self.open.append(tag)
+
+    def handle_endtag(self, tag):
+        if not self.open or self.open[-1] != tag:
+            self.faults.append(f"</{tag}> closes {self.open[-1:] or 'nothing'}")
+        else:
+            self.open.pop()
+        if tag in self._BLOCKS:
+            self.text += "\n"
+
+    def handle_data(self, data):
+        if not self.open and data.strip():
+            self.faults.append(f"text outside every element: {data[:40]!r}")
+        self.text += data
+
+    def _check_style(self, style: str) -> None:
+        for declaration in filter(None, (part.strip() for part in style.split(";"))):
+            name, _, value = declaration.partition(":")
+            words = value.replace(",", " ").split()
+            if name not in _CSS_PROPERTIES or not words or not all(_CSS_VALUE.fullmatch(w) for w in words):
+                self.faults.append(f"style {declaration!r}")
+
+
+def _shown(html: str) -> list[str]:
+    """The lines a reader sees in ``html``, after checking that its markup holds together."""
+    page = _Page(html)
+    assert page.faults == [], page.faults
+    return page.lines
+
+
+def test_the_markup_check_catches_what_it_is_for():
+    assert _Page('<div class="crop-x" style="color:#6b7280;margin:0 1px">a</div>').faults == []
+    for broken in ('XX<div class="crop-x">a</div>XX', '<div class="crop-x">a</div', '<p>a</div>', '<P>a</P>',
+                   '<div style="XXcolor:#6b7280">a</div>', '<div style="color:#6b7280XX">a</div>',
+                   '<div style="PADDING:1PX">a</div>', '<div class="CROP-X">a</div>', '<p>a</P>', '<div class="XXcrop-xXX">a</div>'):
+        assert _Page(broken).faults, broken
+
+
+def _translation_view(complete: bool, count: int, entities_from: str, tried: int):
+    entities = [{"start": 0, "end": 4, "label": "PER", "text": "Anna"},
+                {"start": 14, "end": 20, "label": "LOC", "text": "Berlin"}][:count]
+    failures = [] if complete else [{"slot": 1, "label": "LOC", "text": "Berlin", "reason": "missing"},
+                                    {"slot": None, "label": None, "text": None, "reason": "unpaired"}]
+    result = {"complete": complete, "failures": failures, "translation": "Anna wohnt in Berlin",
+              "entities": entities[:1], "hypotheses_tried": tried, "marked_translation": "__SLOT0__ Anna __SLOT0__ wohnt"}
+    return SimpleNamespace(source="Anna lives in Berlin", source_entities=entities, entities_from=entities_from,
+                           marked_source="__SLOT0__ Anna __SLOT0__ lives", result=result)
+
+
+@pytest.mark.parametrize(("complete", "count", "entities_from", "tried", "said"), [
+    (True, 1, "written", 1, ("1 entity written in the input.", "(all markers came back; 1 hypothesis tried)")),
+    (False, 2, "ner model", 3, ("2 entities tagged by the NER model.", "(2 slot(s) failed; 3 hypotheses tried)")),
+])
+def test_the_translation_panels_say_where_entities_came_from_and_what_failed(complete, count, entities_from, tried,
+                                                                              said):
+    source, translation = render.translation_html(_translation_view(complete, count, entities_from, tried))
+    entities, status = said
+    highlighted = "Anna PER lives in Berlin" + (" LOC" if count == 2 else "")
+    assert _shown(source) == ["Source", highlighted, f"{entities} Sent to the model with markers:",
+                              "__SLOT0__ Anna __SLOT0__ lives"]
+    failures = ["slot 1 (LOC Berlin): missing", "untyped span: unpaired"] if not complete else []
+    assert _shown(translation) == ["Translation", "Anna PER wohnt in Berlin", f"Marked translation {status}:",
+                                   "__SLOT0__ Anna __SLOT0__ wohnt", *failures]
+    assert ("crop-failures" in translation) == (not complete)
+
+
+def test_the_hypotheses_and_statuses_tables_have_their_headers_and_one_row_each():
+    failure = {"slot": 0, "label": "PER", "text": "Anna", "reason": "missing"}
+    hypotheses = [SimpleNamespace(marked="a", entities=[], failures=[failure, dict(failure, slot=1, reason="unpaired")],
+                                  chosen=False, tried=True),
+                  SimpleNamespace(marked="__SLOT0__ b __SLOT0__", entities=[{}], failures=[], chosen=True, tried=True),
+                  SimpleNamespace(marked="c", entities=[{}, {}], failures=[], chosen=False, tried=False)]
+    table = render.hypotheses_table(hypotheses)
+    assert _shown(table) == ["| # | hypothesis (with markers) | entities read | why markers failed | used",
+                             "| 1 | a | 0 | slot 0 (PER Anna): missing slot 1 (PER Anna): unpaired | tried",
+                             "| 2 | __SLOT0__ b __SLOT0__ | 1 | none: complete | chosen",
+                             "| 3 | c | 2 | none: complete | not needed"]
+    assert 'class="crop-hypotheses"' in table and table.count("<br>") == 1
+    statuses = render.statuses_table([{"text": "Anna", "label": "PER", "status": "found"}])
+    assert _shown(statuses) == ["| source entity | label | status", "| Anna | PER | found"]
+    assert 'class="crop-statuses"' in statuses
+
+
+def _projection_view(alignment, aligned_by, *, complete=True, kept=True):
+    result = {"tokens": ["In", "Berlin", "wohnt", "Anna", "Meier", "."], "tokenization": "words", "method": "hybrid",
+              "entities": [{"token_start": 1, "token_end": 2, "label": "LOC"},
+                           {"token_start": 3, "token_end": 5, "label": "PER"}],
+              "complete": complete, "reason": None if complete else "entity_not_projected", "kept": kept,
+              "entity_status": [{"text": "Anna Meier", "label": "PER", "status": "found"}]}
+    return SimpleNamespace(source_tokens=["Anna", "Meier", "lives", "in", "Berlin"], alignment=alignment,
+                           source_spans=[Span(0, 2, "PER"), Span(4, 5, "LOC")], result=result, aligned_by=aligned_by)
+
+
+def test_the_projection_panel_marks_the_spans_and_says_what_became_of_the_sentence():
+    shown = _shown(render.projection_html(_projection_view(None, None)))
+    assert shown == ["In Berlin LOC wohnt Anna Meier PER .", "hybrid projection: complete, the sentence would be kept.",
+                     "| source entity | label | status", "| Anna Meier | PER | found"]
+    dropped = _shown(render.projection_html(_projection_view(None, None, complete=False, kept=False)))
+    assert dropped[1] == "hybrid projection: incomplete (entity_not_projected), the sentence would be dropped."
+
+
+@pytest.mark.parametrize(("aligned_by", "how"), [
+    ("given", "typed in"), ("embedding", "SimAlign over the alignment encoder"), ("eflomal", "eflomal"),
+    ("fast_align", "fast_align"), (None, "")])
+def test_the_alignment_picture_says_how_it_was_aligned(aligned_by, how):
+    shown = _shown(render.links_svg(_projection_view([(0, 3), (4, 1)], aligned_by)))
+    assert shown[-1] == f"Alignment ({how}): 0-3 4-1"
+    assert _shown(render.links_svg(_projection_view([], aligned_by)))[-1] == f"Alignment ({how}): (no links)"
+    assert _shown(render.links_svg(_projection_view(None, aligned_by))) == [
+        "This method matches the entities' words in the target; it uses no word alignment."]
+
+
+def test_the_alignment_picture_lays_words_out_by_their_length():
+    # each word is 8 px a character (1 at least) wide, 16 px apart, from x = 10; a box is 3 px wider on each side
+    assert render._token_x(["a", "", "bcd"]) == ([14.0, 38.0, 70.0], 98.0)
+    view = _projection_view([(0, 3)], "given")
+    svg = ElementTree.fromstring(render.links_svg(view)).find("{http://www.w3.org/2000/svg}svg")
+    drawn = {kind: list(svg.iter(f"{{http://www.w3.org/2000/svg}}{kind}")) for kind in ("text", "line", "rect")}
+    rows = [(view.source_tokens, 20, [0, 1, 4]), (view.result["tokens"], 104, [1, 3, 4])]  # words, baseline, boxed
+    layout = [render._token_x(words) for words, _, _ in rows]
+    assert [(float(t.get("x")), int(t.get("y")), t.text) for t in drawn["text"]] == [
+        (round(x, 1), y, word) for (words, y, _), (xs, _) in zip(rows, layout, strict=True)
+        for x, word in zip(xs, words, strict=True)]
+    assert float(svg.get("width")) == round(max(width for _, width in layout) + 10)
+    (line,) = drawn["line"]  # source word 0 to target word 3, from under one row to above the other
+    assert [float(line.get(k)) for k in ("x1", "y1", "x2", "y2")] == [
+        round(layout[0][0][0], 1), 30, round(layout[1][0][3], 1), 88]
+    assert [tuple(float(r.get(k)) for k in ("x", "y", "width", "height")) for r in drawn["rect"]] == [
+        (round(xs[k] - (8 * len(words[k]) + 6) / 2, 1), y - 14, 8 * len(words[k]) + 6, 19)
+        for (words, y, boxed), (xs, _) in zip(rows, layout, strict=True) for k in boxed]
+
+
+def test_tree_boxes_are_blue_for_intents_and_green_for_slots():
+    view = SimpleNamespace(tree=seqlogical.parse("[IN:GET_WEATHER weather in [SL:LOCATION Delhi ] ]"),
+                           from_model=False, score=None, parse="[IN:GET_WEATHER weather in [SL:LOCATION Delhi ] ]")
+    html = render.tree_html(view)
+    assert _shown(html) == ["IN:GET_WEATHER", "weather in", "SL:LOCATION", "Delhi",
+                            "Tree read from the bracket parse typed in:", view.parse]
+    styles = dict(re.findall(r'class="crop-node" data-label="([^"]+)" style="([^"]+)"', html))
+    assert "border:2px solid #2563eb;background:#eff6ff" in styles["IN:GET_WEATHER"]
+    assert "border:2px solid #16a34a;background:#f0fdf4" in styles["SL:LOCATION"]
+
+
+def test_highlight_skips_overlaps_and_empty_spans_but_keeps_going():
+    text = "Anna Meier lives in Berlin"
+    html = render.highlight(text, [{"start": 0, "end": 10, "label": "PER"}, {"start": 5, "end": 10, "label": "LOC"},
+                                   {"start": 11, "end": 11, "label": "ORG"}, {"start": 20, "end": 26, "label": "LOC"}])
+    assert _shown(html) == ["Anna Meier PER lives in Berlin LOC"]
+    assert marks(html) == [("Anna Meier", "PER"), ("Berlin", "LOC")]
+
+
+def test_label_colours_are_fixed_for_conll_and_stable_for_others():
+    assert [render.color(label) for label in ("PER", "LOC", "ORG", "MISC")] == [
+        "#fde68a", "#bbf7d0", "#bfdbfe", "#ddd6fe"]
+    assert render.color("DATE") == render._PALETTE[zlib.crc32(b"DATE") % len(render._PALETTE)]
+    assert render.color("Äpfel") == render._PALETTE[zlib.crc32("Äpfel".encode()) % len(render._PALETTE)]
+    assert _shown(render.message("Type <a> sentence.")) == ["⚠ Type <a> sentence."]
