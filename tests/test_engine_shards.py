@@ -9,7 +9,9 @@ merged datasets and statistics that code produced in ``expected.json``.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
+import typing
 from pathlib import Path
 
 import datasets
@@ -248,3 +250,131 @@ def test_synthesis_rows_have_the_columns_of_their_datasets():
     assert list(discarded_features()) == ["text", "tokens", "projected_tags", "lang", "reason", "source_translation",
                                           "labeled_translation", "back_translation", "source_labels",
                                           "projection_status"]
+
+
+def test_row_features_read_typing_optional_and_refuse_a_field_of_two_types():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Row:
+        score: typing.Optional[float]  # noqa: UP045 - the spelling older rows use
+        kept: bool
+
+    assert row_features(Row) == datasets.Features({"score": datasets.Value("float64"), "kept": datasets.Value("bool")})
+
+    @dataclass
+    class Mixed:
+        value: typing.Union[int, str]  # noqa: UP007
+
+    with pytest.raises(TypeError, match=r"a row field may be one type or None, not typing.Union\[int, str\]"):
+        row_features(Mixed)
+
+
+def test_run_json_and_shard_statistics_are_sorted_readable_utf8(tmp_path):
+    arguments = {"target": "Zürich", "batch": 2, "alpha": [1, 2]}
+    store = ShardStore(tmp_path, arguments)
+    store.write("de", 0, [{"kept": True, "row": "{}"}], {"kept": 1, "input": 3, "all_o": 2})
+    run_json = (store.root / "run.json").read_text(encoding="utf-8")
+    assert run_json == json.dumps(arguments, indent=2, sort_keys=True, ensure_ascii=False)
+    assert '"target": "Zürich"' in run_json  # as typed, not \u00fc
+    stats = (store.root / "de" / "00000.json").read_text(encoding="utf-8")
+    assert stats == '{"all_o": 2, "input": 3, "kept": 1}'
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    ("München", '"München"'),
+    (Path("raw") / "de.txt", '"raw/de.txt"'),
+    ("x" * 38, '"' + "x" * 38 + '"'),  # 40 characters with the quotes: shown whole
+    ("x" * 39, '"' + "x" * 36 + "..."),  # 41: cut to 37 and an ellipsis
+])
+def test_a_differing_setting_is_shown_as_json_cut_at_forty_characters(value, shown):
+    assert shards._shown(value) == shown
+
+
+def test_the_refusal_names_each_differing_setting_as_it_was_and_is(tmp_path):
+    first = ShardStore(tmp_path, {"lang": "Zürich", "model": "a/" + "m" * 50, "same": 1})
+    first.prepare()
+    first.record_result(["de"])
+    second = ShardStore(tmp_path, {"lang": "Köln", "model": "a/" + "n" * 50, "same": 1, "new": None})
+    with pytest.raises(OutputExistsError) as refused:
+        shards.check_output_dir(second, ["de"])
+    message = str(refused.value)
+    assert message.startswith(f"{tmp_path} holds a finished result of other settings (lang: \"Zürich\" there, "
+                              "\"Köln\" here; model: \"a/mmmmm")
+    assert "new: null there, null here" not in message and "same" not in message and "fingerprint" not in message
+    assert message.endswith("pass --overwrite_output_dir to replace it (finished shards of either run are kept "
+                            "and reused), or choose another --output_dir")
+    shards.check_output_dir(second, ["de"], overwrite=True)  # asked for: no error
+
+
+def test_six_differences_show_five_and_say_how_many_more(tmp_path):
+    old = ShardStore(tmp_path, {f"o{k}": k for k in range(6)})
+    old.prepare()
+    old.record_result(["de"])
+    with pytest.raises(OutputExistsError, match=r"o4: 4 there, null here and 1 more\)"):
+        shards.check_output_dir(ShardStore(tmp_path, {}), ["de"])
+
+
+def test_a_run_whose_run_json_is_gone_is_named_by_its_fingerprint(tmp_path):
+    old = ShardStore(tmp_path, {"a": 1})
+    old.prepare()
+    old.record_result(["de"])
+    (old.root / "run.json").unlink()
+    new = ShardStore(tmp_path, {"a": 2})
+    with pytest.raises(OutputExistsError, match=r"\(a: null there, 2 here\)"):
+        shards.check_output_dir(new, ["de"])
+    same_settings = ShardStore(tmp_path, {"a": 1})
+    shards.check_output_dir(same_settings, ["de"])  # the fingerprint is in result.json: the same run resumes
+    (old.root.parent / shards.RESULT_RECORD).write_text(json.dumps({"fingerprint": "0123abcd", "keys": ["de"]}))
+    with pytest.raises(OutputExistsError, match=r"\(run 0123abcd there, [0-9a-f]+ here\)"):
+        shards.check_output_dir(ShardStore(tmp_path, {}), ["de"])
+
+
+def test_a_folder_from_before_result_json_is_judged_by_its_newest_run(tmp_path):
+    import os
+
+    for age, value in ((200, "old"), (100, "newest")):
+        store = ShardStore(tmp_path, {"model": value})
+        store.prepare()
+        os.utime(store.root / "run.json", (1_700_000_000 - age, 1_700_000_000 - age))
+    assert ShardStore(tmp_path, {}).finished_result() is None  # no statistics.json: nothing was merged
+    (tmp_path / "statistics.json").write_text("{}")
+    arguments, keys = ShardStore(tmp_path, {}).finished_result()
+    assert arguments["model"] == "newest" and keys is None
+    shards.check_output_dir(ShardStore(tmp_path, {"model": "newest"}), ["de", "nl"])  # its keys are unknown
+    with pytest.raises(OutputExistsError, match='model: "newest" there, "old" here'):
+        shards.check_output_dir(ShardStore(tmp_path, {"model": "old"}), ["de"])
+
+
+@pytest.mark.parametrize(("environ", "meant"), [
+    ({}, None), ({"WORLD_SIZE": "1"}, None), ({"WORLD_SIZE": "4"}, "4"), ({"WORLD_SIZE": "2", "MASTER_ADDR": "h"}, "2"),
+    ({"MASTER_ADDR": "127.0.0.1"}, None), ({"MASTER_PORT": "29500"}, None),
+    ({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}, "several"),
+])
+def test_a_process_alone_is_warned_only_when_launched_for_several(environ, meant):
+    level, line = shards.describe_processes(FakeState(0, 1), "synthesize", environ=environ)
+    if meant is None:
+        assert (level, line) == (logging.INFO, "synthesize: 1 process, taking every shard")
+    else:
+        assert level == logging.WARNING
+        assert line.startswith(f"synthesize: launched for {meant} processes but running alone (1 process): ")
+
+
+def test_many_processes_are_described_by_the_first_four():
+    _, line = shards.describe_processes(FakeState(0, 6), "translate-align", environ={})
+    assert line == ("translate-align: 6 processes; shard k goes to process k mod 6 (process 0: shards 0, 6, 12, ...; "
+                    "process 1: shards 1, 7, 13, ...; process 2: shards 2, 8, 14, ...; process 3: shards 3, 9, 15, ...; "
+                    "... process 5)")
+
+
+@pytest.mark.parametrize(("flag", "cpu"), [("1", True), ("true", True), ("0", False), (None, False)])
+def test_process_state_runs_on_the_cpu_when_accelerate_use_cpu_says_so(monkeypatch, flag, cpu):
+    import accelerate
+
+    made = []
+    monkeypatch.setattr(accelerate, "PartialState", lambda **options: made.append(options) or "state")
+    if flag is None:
+        monkeypatch.delenv("ACCELERATE_USE_CPU", raising=False)
+    else:
+        monkeypatch.setenv("ACCELERATE_USE_CPU", flag)
+    assert shards.process_state() == "state" and made == [{"cpu": cpu}]

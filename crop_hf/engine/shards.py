@@ -263,17 +263,22 @@ def check_output_dir(store: ShardStore, keys: Sequence[str], *, overwrite: bool 
         "or choose another --output_dir")
 
 
-def _launched_for(environ: Mapping[str, str]) -> int | None:
-    """How many processes the launcher meant to start, from its environment (``None``: not launched, or unknown).
+def _meant_processes(environ: Mapping[str, str]) -> str | None:
+    """How many processes the launcher meant to start, when more than one ("several" when it does not say).
 
     ``torchrun`` sets ``WORLD_SIZE``; ``accelerate launch --num_processes N`` with its simple
     launcher (the CPU, or no ``accelerate config``) sets only ``MASTER_ADDR``/``MASTER_PORT``,
-    and only when N > 1, then starts one process: "at least 2", returned as 2.
+    and only when N > 1, then starts one process. ``None``: not launched for several.
+
+    >>> _meant_processes({"WORLD_SIZE": "4"}), _meant_processes({"WORLD_SIZE": "1"})
+    ('4', None)
+    >>> _meant_processes({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}), _meant_processes({"MASTER_PORT": "1"})
+    ('several', None)
     """
     if environ.get("WORLD_SIZE"):
-        return int(environ["WORLD_SIZE"])
+        return environ["WORLD_SIZE"] if int(environ["WORLD_SIZE"]) > 1 else None
     if environ.get("MASTER_ADDR") and environ.get("MASTER_PORT"):
-        return 2
+        return "several"
     return None
 
 
@@ -295,9 +300,8 @@ def describe_processes(state: Any, job: str, *, per: str = "",
     environ = os.environ if environ is None else environ
     count = state.num_processes
     if count == 1:
-        launched = _launched_for(environ)
-        if launched is not None and launched > 1:
-            meant = environ.get("WORLD_SIZE") or "several"
+        meant = _meant_processes(environ)
+        if meant is not None:
             return logging.WARNING, (
                 f"{job}: launched for {meant} processes but running alone (1 process): `accelerate launch` "
                 "starts a single process on the CPU, and on GPUs without `accelerate config`; for N CPU "
