@@ -340,7 +340,7 @@ def test_a_folder_from_before_result_json_is_judged_by_its_newest_run(tmp_path):
     assert ShardStore(tmp_path, {}).finished_result() is None  # no statistics.json: nothing was merged
     (tmp_path / "statistics.json").write_text("{}")
     arguments, keys = ShardStore(tmp_path, {}).finished_result()
-    assert arguments["model"] == "newest" and keys is None
+    assert arguments == {"model": "newest", "fingerprint": store.fingerprint} and keys is None
     shards.check_output_dir(ShardStore(tmp_path, {"model": "newest"}), ["de", "nl"])  # its keys are unknown
     with pytest.raises(OutputExistsError, match='model: "newest" there, "old" here'):
         shards.check_output_dir(ShardStore(tmp_path, {"model": "old"}), ["de"])
@@ -378,3 +378,42 @@ def test_process_state_runs_on_the_cpu_when_accelerate_use_cpu_says_so(monkeypat
     else:
         monkeypatch.setenv("ACCELERATE_USE_CPU", flag)
     assert shards.process_state() == "state" and made == [{"cpu": cpu}]
+
+
+def test_in_memory_inputs_are_described_by_their_datasets_fingerprint_or_their_type():
+    rows = datasets.Dataset.from_dict({"text": ["a"]})
+    assert shards.describe_inputs(rows) == rows._fingerprint
+    assert shards.describe_inputs(iter([])) == "<class 'list_iterator'>"
+    assert shards.describe_inputs({"nl": None, "de": [1]}) == {"de": "<class 'list'>", "nl": None}
+    assert list(shards.describe_inputs({"nl": None, "de": [1]})) == ["de", "nl"]  # sorted: one fingerprint
+    assert shards.describe_inputs(None) is None
+
+
+def test_the_finished_result_is_read_as_utf8_whatever_the_locale(tmp_path):
+    import locale
+
+    old = ShardStore(tmp_path, {"city": "Zürich"})
+    old.prepare()
+    old.record_result(["de"])
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")  # a user whose locale is plain ASCII
+    try:
+        arguments, keys = ShardStore(tmp_path, {}).finished_result()
+        (tmp_path / "shards" / shards.RESULT_RECORD).unlink()
+        (tmp_path / "statistics.json").write_text("{}")
+        from_before, _ = ShardStore(tmp_path, {}).finished_result()  # the newest run.json, no result.json
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+    assert arguments == {"city": "Zürich", "fingerprint": old.fingerprint} and keys == ["de"]
+    assert from_before == {"city": "Zürich", "fingerprint": old.fingerprint}
+
+
+def test_other_keys_come_first_and_five_differences_need_no_more(tmp_path):
+    old = ShardStore(tmp_path, {"a": 1, "b": 2, "c": 3, "d": 4})
+    old.prepare()
+    old.record_result(["de", "nl"])
+    with pytest.raises(OutputExistsError) as refused:
+        shards.check_output_dir(ShardStore(tmp_path, {"a": 2}), ["de"])
+    assert '(["de", "nl"] there, ["de"] here; a: 1 there, 2 here; b: 2 there, null here; c: 3 there, null here; ' \
+           "d: 4 there, null here): " in str(refused.value)
+    assert "more" not in str(refused.value)
