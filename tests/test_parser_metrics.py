@@ -207,3 +207,51 @@ def test_wrong_trees_are_counted_where_they_first_differ_from_gold():
     # a group without wrong trees prints zeros rather than dividing by zero
     assert format_error_table(parse_scores([flat_gold], [flat_gold])).splitlines()[1] == \
         "flat           0      0.0              0.0            0.0"
+
+
+def test_rows_whose_gold_parse_repeats_a_training_parse_are_scored_apart():
+    references = ["[IN:A play [SL:S x ] ]", "[IN:A play [SL:S y ] ]", "[IN:B  go]", "[IN:B go  home]"]
+    predictions = ["[IN:A play [SL:S x ] ]", "[IN:A play y ]", "[IN:B go ]", "[IN:C go home ]"]
+    seen = ["[IN:A play [SL:S x]]", "[IN:B  go ]", "[IN:B go away ]"]  # spacing aside, rows 0 and 2 repeat
+    scores = parse_scores(predictions, references, seen=seen)
+    assert (scores["seen"]["count"], scores["seen"]["exact_match"]) == (2, 1.0)
+    assert scores["unseen"] == {**scores["unseen"], "count": 2, "exact_match": 0.0, "intent_accuracy": 0.5,
+                                "slot_recall": 0.0, "errors": {"intent": 1, "top_level": 1, "inside": 0}}
+    assert parse_scores(predictions, references, seen=[])["unseen"]["count"] == 4  # nothing was seen
+    plain = parse_scores(predictions, references)
+    assert "seen" not in plain and "unseen" not in plain
+    assert [line.split()[:3] for line in format_parse_table(scores).splitlines()[3:]] == [
+        ["seen", "2", "100.0"], ["unseen", "2", "0.0"], ["all", "4", "50.0"]]
+    assert "seen" not in format_parse_table(plain)
+
+
+def test_evaluate_parser_scores_unseen_parses_apart_given_the_training_split(tiny_bert, tmp_path, capsys):
+    import datasets
+    from transformers import AutoTokenizer
+
+    from crop_hf.cli import main
+    from crop_hf.modeling import JointIntentSlotModel
+
+    JointIntentSlotModel.from_encoder(str(tiny_bert), ["GET_WEATHER"], ["O", "B-LOCATION", "I-LOCATION"]) \
+        .save_pretrained(tmp_path / "model")
+    AutoTokenizer.from_pretrained(tiny_bert).save_pretrained(tmp_path / "model")
+
+    def split(tokens, tags):
+        return datasets.Dataset.from_dict({"tokens": tokens, "intent": ["GET_WEATHER"] * len(tokens),
+                                           "slot_tags": tags})
+
+    datasets.DatasetDict({
+        "train": split([["weather", "Paris"], ["rain"]], [["O", "B-LOCATION"], ["O"]]),
+        "validation": split([["weather", "Paris"], ["weather"], ["rain", "Oslo"]], [["O", "B-LOCATION"], ["O"], ["O", "O"]]),
+    }).save_to_disk(tmp_path / "corpus")
+    corpus = f"disk:{tmp_path / 'corpus'}"
+    assert main(["evaluate-parser", "--model", str(tmp_path / "model"), "--sources", corpus,
+                 "--seen_split", "train", "--output", str(tmp_path / "scores.json")]) == 0
+    out = capsys.readouterr().out
+    scores = json.loads((tmp_path / "scores.json").read_text())["scores"][corpus]
+    assert (scores["seen"]["count"], scores["unseen"]["count"]) == (1, 2)  # "weather Paris" repeats a training parse
+    assert (f"gold parses not in train word for word: 2 of 3; exact match on them "
+            f"{100 * scores['unseen']['exact_match']:.1f}% (on the others {100 * scores['seen']['exact_match']:.1f}%)"
+            ) in out
+    assert main(["evaluate-parser", "--model", str(tmp_path / "model"), "--sources", corpus]) == 0
+    assert "word for word" not in capsys.readouterr().out

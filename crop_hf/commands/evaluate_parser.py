@@ -6,7 +6,9 @@ Exact match compares whole trees. Gold trees with intents inside slots are also 
 ``nested`` line, and a summary line of how many there were and how the model did on them); a flat
 parser cannot produce them, a hierarchical one (``max_intent_depth`` above 1) can up to its depth.
 Gold trees the model cannot represent (deeper than it supports, a slot without words) are counted
-by reason with their file:line (or row), and scored as wrong. A second table says where the wrong
+by reason with their file:line (or row), and scored as wrong. With ``--seen_split train``, the rows
+whose gold parse repeats a training parse word for word are scored apart from the others (the
+``seen`` and ``unseen`` lines): a parser may match those from memory. A second table says where the wrong
 trees of the flat and the nested rows first differ from gold: the root intent, the top-level slots, or
 inside a slot (:func:`crop_hf.metrics.parsing.format_error_table`).
 """
@@ -29,6 +31,9 @@ class EvaluateParserConfig:
     batch_size: int = field(default=64, metadata={"help": "Utterances per batch."})
     max_length: int = field(default=256, metadata={"help": "Sub-word limit per utterance."})
     max_samples: int | None = field(default=None, metadata={"help": "Score only the first N utterances."})
+    seen_split: str | None = field(default=None, metadata={
+        "help": "The split the model was trained on (train): its parses count as seen, and the rows whose gold "
+                "parse repeats one word for word are scored apart (seen, unseen)."})
     output: str | None = field(default=None, metadata={"help": "Also write the scores as JSON to this file."})
 
 
@@ -55,13 +60,19 @@ def run(config: EvaluateParserConfig) -> int:
         rows = load_parse_rows(spec, config.split)
         if config.max_samples is not None:
             rows = rows.select(range(min(config.max_samples, len(rows))))
-        scores, _ = evaluate_parser(model, tokenizer, rows, batch_size=config.batch_size,
+        seen = load_parse_rows(spec, config.seen_split) if config.seen_split else None
+        scores, _ = evaluate_parser(model, tokenizer, rows, batch_size=config.batch_size, seen=seen,
                                     max_length=config.max_length, show_progress=True, where=f"{spec} ({config.split})")
         results[spec] = scores
         print(f"{spec} ({config.split}), percent\n{format_parse_table(scores)}")
         nested, bad = scores["nested"], scores["unrepresentable"]
         print(f"nested gold trees (intents inside slots): {nested['count']} of {scores['count']}; exact match on "
               f"them {100 * nested['exact_match']:.1f}% (model intent depth {model.config.max_intent_depth})")
+        if "unseen" in scores:
+            unseen = scores["unseen"]
+            print(f"gold parses not in {config.seen_split} word for word: {unseen['count']} of {scores['count']}; "
+                  f"exact match on them {100 * unseen['exact_match']:.1f}% (on the others "
+                  f"{100 * scores['seen']['exact_match']:.1f}%)")
         print(f"where the wrong trees first differ from gold, percent\n{format_error_table(scores)}")
         if bad["count"]:
             reasons = ", ".join(f"{n} {reason}" for reason, n in bad["reasons"].items())

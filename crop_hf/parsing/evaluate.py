@@ -22,8 +22,12 @@ def _gold_parses(rows) -> list[str]:
 
 
 def evaluate_parser(model, tokenizer, rows, *, batch_size: int = 64, max_length: int = 128,
-                    show_progress: bool = False, where: str = "rows") -> tuple[dict[str, Any], list]:
+                    show_progress: bool = False, where: str = "rows", seen=None) -> tuple[dict[str, Any], list]:
     """``(parse_scores, predictions)`` of a model on rows with ``tokens`` and ``parse`` (or tags).
+
+    ``seen``: the training rows (a ``parse`` or tag columns, as ``rows``); the scores then hold
+    ``seen`` and ``unseen``, the rows whose gold parse repeats a training parse and the others
+    (:func:`~crop_hf.metrics.parsing.parse_scores`).
 
     ``scores["unrepresentable"]``: ``count``, ``reasons`` and ``examples`` (with file:line, or
     ``where`` and the row) of the gold trees ``model`` cannot produce; they stay in the scores, as wrong.
@@ -36,7 +40,8 @@ def evaluate_parser(model, tokenizer, rows, *, batch_size: int = 64, max_length:
     predictions = predict_parses(model, tokenizer, rows["tokens"], batch_size=batch_size, max_length=max_length,
                                  show_progress=show_progress)
     domains = rows["domain"] if "domain" in rows.column_names else None
-    scores = parse_scores([p.parse for p in predictions], _gold_parses(rows), domains)
+    scores = parse_scores([p.parse for p in predictions], _gold_parses(rows), domains,
+                          None if seen is None else _gold_parses(seen))
     unrepresentable = SkippedRecords()
     row_frames(rows, model.config.max_intent_depth, where, unrepresentable)
     scores["unrepresentable"] = {"count": unrepresentable.total, "reasons": dict(unrepresentable.counts),
