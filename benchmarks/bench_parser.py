@@ -359,8 +359,8 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hingli
 def row(name: str, scores: dict, seconds: float | None) -> str:
     took = f"{seconds:7.0f}" if seconds is not None else "      -"
     return (f"{name:<42} {100 * scores['exact_match']:6.1f} {100 * scores['flat']['exact_match']:6.1f} "
-            f"{100 * scores['nested']['exact_match']:7.1f} {100 * scores['intent_accuracy']:7.1f} "
-            f"{100 * scores['slot_f1']:7.1f} {took}")
+            f"{100 * scores['nested']['exact_match']:7.1f} {100 * scores['unseen']['exact_match']:7.1f} "
+            f"{100 * scores['intent_accuracy']:7.1f} {100 * scores['slot_f1']:7.1f} {took}")
 
 
 def decoder_misses(model, tokenizer, ds, dev_size: float, seed: int) -> dict[str, tuple[int, int]]:
@@ -428,7 +428,7 @@ def run_chain(chain: list[dict]) -> list[dict]:
         model = JointIntentSlotModel.from_pretrained(run["out"])
         tokenizer = AutoTokenizer.from_pretrained(run["out"])
         if not run["dev_only"]:
-            scores, _ = evaluate_parser(model, tokenizer, ds["validation"])
+            scores, _ = evaluate_parser(model, tokenizer, ds["validation"], seen=ds["train"])
         elif run["dev_size"] and run["sources"] == ["hinglish_top"]:
             misses = decoder_misses(model, tokenizer, ds, run["dev_size"], run["seed"])
         finished.append({"name": run["name"], "out": run["out"], "encoder": run["encoder"],
@@ -554,7 +554,8 @@ def main() -> None:
     gold = list(validation["parse"])
     domains = list(validation["domain"])
     majority = Counter(train["intent"]).most_common(1)[0][0]
-    baseline = parse_scores([to_parse(t, majority, ["O"] * len(t)) for t in validation["tokens"]], gold, domains)
+    baseline = parse_scores([to_parse(t, majority, ["O"] * len(t)) for t in validation["tokens"]], gold, domains,
+                            seen=train["parse"])
     results = [("majority intent + all-O slots", baseline, None)]
 
     common = {"encoder": str(pretrained), "cache": str(work / "cache"), "data_dir": args.data_dir, "lr": args.lr,
@@ -633,8 +634,10 @@ def main() -> None:
                          en["cpu_seconds"] + staged["cpu_seconds"]))
 
     print(f"\nvalidation ({len(validation):,} utterances, an untouched test set), percent; flat/nested = exact match "
-          "on the rows whose gold tree is flat/nested; train s = CPU seconds of training and dev scoring")
-    print(f"{'run':<42} {'exact':>6} {'flat':>6} {'nested':>7} {'intent':>7} {'slotF1':>7} {'train s':>7}")
+          "on the rows whose gold tree is flat/nested; unseen = exact match on the "
+          f"{baseline['unseen']['count']:,} rows whose gold parse repeats no training parse word for word; "
+          "train s = CPU seconds of training and dev scoring")
+    print(f"{'run':<42} {'exact':>6} {'flat':>6} {'nested':>7} {'unseen':>7} {'intent':>7} {'slotF1':>7} {'train s':>7}")
     for name, scores, seconds in results:
         print(row(name, scores, seconds))
     over = [name for name, _, seconds in results if seconds is not None and seconds > 600]
