@@ -417,3 +417,53 @@ def test_other_keys_come_first_and_five_differences_need_no_more(tmp_path):
     assert '(["de", "nl"] there, ["de"] here; a: 1 there, 2 here; b: 2 there, null here; c: 3 there, null here; ' \
            "d: 4 there, null here): " in str(refused.value)
     assert "more" not in str(refused.value)
+
+
+def test_run_sharded_shows_each_keys_bar_on_the_main_process_only(tmp_path, monkeypatch, caplog):
+    calls = []
+
+    def fake_run_shards(store, key, shard_items, process, state, **options):
+        calls.append((state.process_index, key, options))
+        return 1, 0
+
+    monkeypatch.setattr(shards, "run_shards", fake_run_shards)
+    for index, show in ((1, True), (0, True), (0, False)):
+        monkeypatch.setattr(shards, "process_state", lambda index=index: FakeState(index, 2))
+        with caplog.at_level(logging.INFO, logger="crop_hf.engine.shards"):
+            run = shards.run_sharded(ShardStore(tmp_path / f"{index}{show}", {}), ["de", "nl"], lambda key: [],
+                                     lambda *args: None, lambda: "merged", show_progress=show,
+                                     description="synthesize", unit="sent", per_key=" of each language")
+        assert run.is_main_process == (index == 0) and run.merged == ("merged" if index == 0 else None)
+    assert calls == [(1, key, {"unit": "sent", "show_progress": False, "description": f"synthesize {key}"})
+                     for key in ("de", "nl")] + [
+                     (0, key, {"unit": "sent", "show_progress": shown, "description": f"synthesize {key}"})
+                     for shown in (True, False) for key in ("de", "nl")]
+    assert caplog.messages.count("synthesize: 2 processes; shard k of each language goes to process k mod 2 "
+                                 "(process 0: shards 0, 2, 4, ...; process 1: shards 1, 3, 5, ...)") == 2
+    calls.clear()
+    caplog.clear()
+    monkeypatch.setattr(shards, "process_state", lambda: FakeState(0, 1))
+    with caplog.at_level(logging.INFO, logger="crop_hf.engine.shards"):
+        shards.run_sharded(ShardStore(tmp_path / "plain", {}), ["de"], lambda key: [], lambda *args: None, lambda: None)
+    assert calls == [(0, "de", {"unit": "it", "show_progress": True, "description": "de"})]
+    assert "run: 1 process, taking every shard" in caplog.messages
+
+
+def test_a_shards_bar_is_named_by_its_key_unless_described(tmp_path, monkeypatch):
+    import tqdm.auto
+
+    bars = []
+    real = tqdm.auto.tqdm
+    monkeypatch.setattr(tqdm.auto, "tqdm", lambda **options: bars.append(options) or real(**options))
+    store = ShardStore(tmp_path, {})
+    shards.run_shards(store, "de", [], keep_even, FakeState(0, 1))
+    shards.run_shards(store, "de", [], keep_even, FakeState(0, 1), show_progress=True, description="translate de",
+                      unit="sent")
+    assert bars == [{"desc": "de", "unit": "it", "disable": True}, {"desc": "translate de", "unit": "sent",
+                                                                    "disable": False}]
+
+
+def test_merging_no_rows_gives_an_empty_dataset_of_the_row_features():
+    features = datasets.Features({"tokens": datasets.List(datasets.Value("string")), "lang": datasets.Value("string")})
+    empty = merge_shards([], kept=True, features=features)
+    assert len(empty) == 0 and empty.features == features
