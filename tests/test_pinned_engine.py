@@ -163,3 +163,21 @@ def test_the_alignment_picture_boxes_every_word_of_every_entity_on_both_sides():
     assert boxed_words(render.links_svg(view)) == {
         ("source", 0): per, ("source", 1): per, ("source", 3): loc, ("source", 4): loc,
         ("target", 3): per, ("target", 4): per, ("target", 5): loc, ("target", 6): loc}
+
+
+@pytest.mark.parametrize(("environ", "warned"), [
+    ({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}, True),  # accelerate launch --cpu --num_processes 2
+    ({}, False),
+])
+def test_training_launched_for_several_processes_that_runs_alone_says_so(tmp_path, monkeypatch, caplog, environ,
+                                                                         warned):
+    for name in ("WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    with caplog.at_level("WARNING", logger="crop_hf.engine.training"):
+        run_toy(toy_args(tmp_path, max_train_steps=1))
+    lines = [r.getMessage() for r in caplog.records if r.name == "crop_hf.engine.training" and r.levelname == "WARNING"]
+    assert lines == ([shards.running_alone("training", 1, environ)] if warned else [])
+    if warned:
+        assert lines[0].startswith("training: launched for several processes but running alone (1 process)")

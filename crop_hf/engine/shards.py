@@ -66,6 +66,7 @@ __all__ = [
     "row_features",
     "run_sharded",
     "run_shards",
+    "running_alone",
     "save_dataset_dict",
     "shard_statistics",
 ]
@@ -282,6 +283,26 @@ def _meant_processes(environ: Mapping[str, str]) -> str | None:
     return None
 
 
+def running_alone(job: str, count: int, environ: Mapping[str, str] | None = None) -> str | None:
+    """The warning for a process launched for several that finds itself alone (``count`` 1), or ``None``.
+
+    ``accelerate launch`` starts a single process on the CPU, whatever ``--num_processes`` says:
+    the line names the commands that start several (training and corpus runs log it alike).
+
+    >>> running_alone("train-ner", 1, {"WORLD_SIZE": "2"})[:57]
+    'train-ner: launched for 2 processes but running alone (1 '
+    >>> running_alone("train-ner", 2, {"WORLD_SIZE": "2"}) is None
+    True
+    """
+    meant = _meant_processes(os.environ if environ is None else environ) if count == 1 else None
+    if meant is None:
+        return None
+    return (f"{job}: launched for {meant} processes but running alone (1 process): `accelerate launch` "
+            "starts a single process on the CPU, and on GPUs without `accelerate config`; for N CPU "
+            "processes use `ACCELERATE_USE_CPU=1 torchrun --standalone --nproc_per_node N -m crop_hf.cli "
+            "...`, for N GPUs `accelerate launch --multi_gpu --num_processes N -m crop_hf.cli ...`")
+
+
 def describe_processes(state: Any, job: str, *, per: str = "",
                        environ: Mapping[str, str] | None = None) -> tuple[int, str]:
     """``(logging level, line)`` a long job logs at start: how many processes run it and which shards each takes.
@@ -297,16 +318,11 @@ def describe_processes(state: Any, job: str, *, per: str = "",
     >>> describe_processes(SimpleNamespace(num_processes=1), "synthesize", environ={"WORLD_SIZE": "4"})[1][:60]
     'synthesize: launched for 4 processes but running alone (1 pr'
     """
-    environ = os.environ if environ is None else environ
     count = state.num_processes
+    alone = running_alone(job, count, environ)
+    if alone is not None:
+        return logging.WARNING, alone
     if count == 1:
-        meant = _meant_processes(environ)
-        if meant is not None:
-            return logging.WARNING, (
-                f"{job}: launched for {meant} processes but running alone (1 process): `accelerate launch` "
-                "starts a single process on the CPU, and on GPUs without `accelerate config`; for N CPU "
-                "processes use `ACCELERATE_USE_CPU=1 torchrun --standalone --nproc_per_node N -m crop_hf.cli "
-                "...`, for N GPUs `accelerate launch --multi_gpu --num_processes N -m crop_hf.cli ...`")
         return logging.INFO, f"{job}: 1 process, taking every shard"
     shown = min(count, 4)
     each = "; ".join(f"process {k}: shards {', '.join(str(k + i * count) for i in range(3))}, ..."

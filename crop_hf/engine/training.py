@@ -46,6 +46,7 @@ from typing import Any
 
 from crop_hf.engine.arguments import LoraArguments, TrainingArguments
 from crop_hf.engine.checkpoints import adamw, apply_gradients, resume_position, save_checkpoint
+from crop_hf.engine.shards import running_alone
 
 __all__ = ["TrainingRun", "TrainingTask", "start", "train", "wrap_lora", "write_all_results"]
 
@@ -298,6 +299,9 @@ def train(task: TrainingTask, args: TrainingArguments, accelerator: Any) -> Trai
 
     logger.info("training: %d batches per epoch and process, %d epochs, %d optimizer steps, %d process(es)",
                 batches_per_epoch, num_epochs, max_steps, accelerator.num_processes)
+    alone = running_alone("training", accelerator.num_processes)
+    if alone is not None and accelerator.is_main_process:
+        logger.warning(alone)
     progress = tqdm(total=max_steps, initial=completed_steps, desc="training",
                     disable=not (args.show_progress and accelerator.is_local_main_process))
     curve = args.wants_curve()
