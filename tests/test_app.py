@@ -509,7 +509,7 @@ def test_the_projection_panel_marks_the_spans_and_says_what_became_of_the_senten
     ("fast_align", "fast_align"), (None, "")])
 def test_the_alignment_picture_says_how_it_was_aligned(aligned_by, how):
     shown = _shown(render.links_svg(_projection_view([(0, 3), (4, 1)], aligned_by)))
-    assert shown[-1] == f"Alignment ({how}): 0-3 4-1"
+    assert shown == ["Anna Meier lives in Berlin In Berlin wohnt Anna Meier .", f"Alignment ({how}): 0-3 4-1"]
     assert _shown(render.links_svg(_projection_view([], aligned_by)))[-1] == f"Alignment ({how}): (no links)"
     assert _shown(render.links_svg(_projection_view(None, aligned_by))) == [
         "This method matches the entities' words in the target; it uses no word alignment."]
@@ -519,6 +519,7 @@ def test_the_alignment_picture_lays_words_out_by_their_length():
     # each word is 8 px a character (1 at least) wide, 16 px apart, from x = 10; a box is 3 px wider on each side
     assert render._token_x(["a", "", "bcd"]) == ([14.0, 38.0, 70.0], 98.0)
     view = _projection_view([(0, 3)], "given")
+    view.result["tokens"][1] = "B"  # a one-letter entity: its box is as wide as any one-letter word's
     svg = ElementTree.fromstring(render.links_svg(view)).find("{http://www.w3.org/2000/svg}svg")
     drawn = {kind: list(svg.iter(f"{{http://www.w3.org/2000/svg}}{kind}")) for kind in ("text", "line", "rect")}
     rows = [(view.source_tokens, 20, [0, 1, 4]), (view.result["tokens"], 104, [1, 3, 4])]  # words, baseline, boxed
@@ -560,3 +561,12 @@ def test_label_colours_are_fixed_for_conll_and_stable_for_others():
     assert render.color("DATE") == render._PALETTE[zlib.crc32(b"DATE") % len(render._PALETTE)]
     assert render.color("Äpfel") == render._PALETTE[zlib.crc32("Äpfel".encode()) % len(render._PALETTE)]
     assert _shown(render.message("Type <a> sentence.")) == ["⚠ Type <a> sentence."]
+
+
+def test_the_banner_says_the_models_are_random_and_how_to_start_with_real_ones():
+    assert _shown(render.banner(["--mt_model", "--ner_model"])) == [
+        "Tiny random-weight models: their output is meaningless. No --mt_model, --ner_model was given, so this app "
+        "runs tiny models built offline with random weights; translations, tags, alignments and parses only show how "
+        "the app works. For real output start it with models, e.g. crop-hf app --mt_model facebook/m2m100_418M "
+        "--ner_model <NER model> --parser_model <parser>."]
+    assert 'id="crop-tiny-banner"' in render.banner(["--mt_model"])

@@ -447,6 +447,10 @@ def test_run_sharded_shows_each_keys_bar_on_the_main_process_only(tmp_path, monk
         shards.run_sharded(ShardStore(tmp_path / "plain", {}), ["de"], lambda key: [], lambda *args: None, lambda: None)
     assert calls == [(0, "de", {"unit": "it", "show_progress": True, "description": "de"})]
     assert "run: 1 process, taking every shard" in caplog.messages
+    monkeypatch.setattr(shards, "process_state", lambda: FakeState(0, 3))
+    with caplog.at_level(logging.INFO, logger="crop_hf.engine.shards"):
+        shards.run_sharded(ShardStore(tmp_path / "three", {}), ["de"], lambda key: [], lambda *args: None, lambda: None)
+    assert caplog.messages[-1].startswith("run: 3 processes; shard k goes to process k mod 3 (")
 
 
 def test_a_shards_bar_is_named_by_its_key_unless_described(tmp_path, monkeypatch):
@@ -467,3 +471,90 @@ def test_merging_no_rows_gives_an_empty_dataset_of_the_row_features():
     features = datasets.Features({"tokens": datasets.List(datasets.Value("string")), "lang": datasets.Value("string")})
     empty = merge_shards([], kept=True, features=features)
     assert len(empty) == 0 and empty.features == features
+
+
+def test_a_setting_with_non_ascii_text_keeps_the_fingerprint_earlier_runs_have():
+    # A run written before with this input path resumes only while its folder keeps this name.
+    assert fingerprint({"input": "raw/Zürich/{lang}.txt", "max_words": 12}) == "d2f4a4ed522b7f04"
+
+
+def test_row_features_map_each_python_type_and_name_an_unknown_one():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Row:
+        count: int
+        share: float
+        text: str
+        flag: bool
+
+    assert row_features(Row) == datasets.Features({"count": datasets.Value("int64"), "share": datasets.Value("float64"),
+                                                   "text": datasets.Value("string"), "flag": datasets.Value("bool")})
+
+    @dataclass
+    class Odd:
+        extra: dict
+
+    with pytest.raises(TypeError, match="no datasets feature for a row field of type <class 'dict'>"):
+        row_features(Odd)
+
+
+def test_a_shard_stores_its_rows_as_readable_json_and_shows_each_stage_on_its_bar(tmp_path, monkeypatch):
+    import tqdm.auto
+
+    postfixes = []
+
+    class Bar:
+        def __init__(self, **options):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def set_postfix_str(self, text):
+            postfixes.append(text)
+
+        def update(self, count):
+            pass
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
+
+    def process(index, items, status):
+        status("translate")
+        return [{"text": "Zürich"}], [], {}
+
+    store = ShardStore(tmp_path, {})
+    shards.run_shards(store, "de", [(0, ["x"]), (1, ["y"])], process, FakeState(0, 1))
+    assert postfixes == ["shard 0: translate", "shard 1: translate"]
+    table = pq.read_table(store.root / "de" / "00000.parquet")
+    assert table.column("row").to_pylist() == ['{"text": "Zürich"}']  # as written, not \u00fc
+
+
+def test_the_temporary_file_of_an_atomic_write_is_hidden_beside_its_target(tmp_path, monkeypatch):
+    import os
+
+    moves = []
+    real = os.replace
+    monkeypatch.setattr(os, "replace", lambda source, target: moves.append(Path(source)) or real(source, target))
+    target = tmp_path / "folder" / "00003.json"
+    shards.atomic_write_bytes(target, b"{}")
+    (moved,) = moves
+    assert moved.parent == target.parent  # one file system: the rename is atomic
+    assert moved.name.startswith(".00003.json.") and moved.name.endswith(".tmp")  # never read as a shard
+    assert target.read_bytes() == b"{}" and list(target.parent.iterdir()) == [target]
+
+
+def test_save_dataset_dict_clears_a_leftover_temporary_and_writes_an_empty_split_as_one_file(tmp_path):
+    leftover = tmp_path / ".dataset.tmp"
+    leftover.mkdir()
+    (leftover / "stale.arrow").write_text("from a crashed save")
+    splits = datasets.DatasetDict({"de": datasets.Dataset.from_dict({"x": [1, 2]}),
+                                   "nl": datasets.Dataset.from_dict({"x": []}, features=datasets.Features(
+                                       {"x": datasets.Value("int64")}))})
+    save_dataset_dict(splits, tmp_path / "dataset")
+    assert not leftover.exists() and not (tmp_path / "dataset" / "stale.arrow").exists()
+    assert sorted(p.name for p in (tmp_path / "dataset" / "nl").glob("*.arrow")) == ["data-00000-of-00001.arrow"]
+    assert datasets.load_from_disk(str(tmp_path / "dataset"))["nl"].num_rows == 0
