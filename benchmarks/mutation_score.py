@@ -21,7 +21,11 @@ mutants; 51 minutes before the savings below); the nine modules added on 2026-12
 3,335 mutants, about 52 minutes on their own on 2 shared cores (mostly translation.backends, whose
 mutants convert checkpoints; ``mutation_scores.md``). The two added on 2026-12-04 (issue 28's
 nested parser: parsing.data and the joint model's losses and decoding) add 744 mutants, about two
-hours: most reach tests that train tiny parsers, so each survivor costs 20-60 s. A mutant's process
+hours: most reach tests that train tiny parsers, so each survivor costs 20-60 s. The four added on
+2026-12-06 (issue 48: engine.shards, metrics.projection, commands.evaluate_projection, app.render)
+add 1,881 mutants, 79 minutes on 2 cores shared with other work (engine.shards, whose tests run
+synthesis end to end, takes most of it); mutmut copies ``README.md``, ``docs/``, ``.ci/`` and
+``space/`` (``also_copy``) for the tests that read them. A mutant's process
 costs about 0.1 s beyond its tests: pytest's unraisableexception plugin, whose ``gc.collect()``
 calls walked the heap that torch and transformers fill (0.9 of the 1.1 s each mutant took), is off
 under mutmut (``pytest_add_cli_args`` in ``setup.cfg``); ``tests/conftest.py`` runs a mutant's tests fastest
