@@ -356,8 +356,13 @@ def test_a_process_alone_is_warned_only_when_launched_for_several(environ, meant
     if meant is None:
         assert (level, line) == (logging.INFO, "synthesize: 1 process, taking every shard")
     else:
-        assert level == logging.WARNING
-        assert line.startswith(f"synthesize: launched for {meant} processes but running alone (1 process): ")
+        assert (level, line) == (logging.WARNING, (
+            f"synthesize: launched for {meant} processes but running alone (1 process): `accelerate launch` starts a "
+            "single process on the CPU, and on GPUs without `accelerate config`; for N CPU processes use "
+            "`ACCELERATE_USE_CPU=1 torchrun --standalone --nproc_per_node N -m crop_hf.cli ...`, for N GPUs "
+            "`accelerate launch --multi_gpu --num_processes N -m crop_hf.cli ...`"))
+    # as many processes as launched for: the shard line, no warning
+    assert shards.describe_processes(FakeState(0, 2), "synthesize", environ=environ)[0] == logging.INFO
 
 
 def test_many_processes_are_described_by_the_first_four():
