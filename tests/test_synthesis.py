@@ -33,10 +33,12 @@ from crop_hf.cli import main
 from crop_hf.commands.self_train import RULE_MEANINGS
 from crop_hf.engine.shards import ShardStore
 from crop_hf.errors import OutputExistsError
+from crop_hf.labels import CONLL_LABELS
 from crop_hf.synthesis import (
     SYNTHESIS_REASONS,
     LanguageIdFilter,
     SynthesisConfig,
+    SynthesisModels,
     SynthesisRunner,
     synthesize,
 )
@@ -1000,3 +1002,48 @@ def test_a_resumed_run_reads_the_label_names_from_the_ner_models_config_at_its_r
                                                   ner_model="nowhere/ner"))
     with pytest.raises(UnreachableError, match=r"^cannot load the NER model \(ner_model\) 'nowhere/ner'"):
         unreachable._label_names()
+
+
+def test_eflomal_needs_no_pretrained_model_and_aligns_each_shard_as_one_corpus(tmp_path, tiny_m2m100, tiny_xlmr_ner):
+    from crop_hf.alignment import EflomalAligner
+
+    config = fake_config("unused", str(tmp_path / "out"), target_langs=["de"], method="hybrid",
+                         alignment_model="eflomal", mt_model=str(tiny_m2m100), ner_model=str(tiny_xlmr_ner))
+    assert isinstance(SynthesisModels.load(config).aligner, EflomalAligner)
+
+    # "Munich" is not in the raw sentence, so only a word link can carry the label to "München": eflomal
+    # learns it from the shard's 60 pairs ("in" goes with every city, "Munich" only with "München").
+    names = ["Anna", "Peter", "Maria", "Jonas", "Lena", "Paul", "Emma", "Felix", "Mia", "Noah", "Lea", "Ben"]
+    cities = ["München", "Berlin", "Hamburg"]
+    raw = [f"{names[k % 12]} wohnt in {cities[k % 3]} ." for k in range(60)]
+    (tmp_path / "de.txt").write_text("\n".join(raw) + "\n", encoding="utf-8")
+    models = fake_models()
+    models.translator = WordByWordTranslator({("de", "en"): {"wohnt": "lives", "München": "Munich"}})
+    recorded: list[int] = []
+
+    class CountingEflomal(EflomalAligner):
+        def align(self, source, target):
+            recorded.append(len(source))
+            return super().align(source, target)
+
+    models.aligner = CountingEflomal()
+    result = synthesize(dataclasses.replace(config, input=str(tmp_path / "{lang}.txt"), shard_size=60,
+                                            mt_model="fake-mt", ner_model="fake-ner"), models=models)
+    kept, _ = load(result.output_dir)
+    assert recorded == [60]  # one call for the whole shard
+    assert result.statistics["de"]["kept"] == 60
+    labels = list(CONLL_LABELS)
+    for row in kept["de"]:
+        city = "B-LOC" if row["tokens"][3] == "Hamburg" else "B-PER"  # the fake tagger's types
+        assert [labels[i] for i in row["ner_tags"]] == ["O", "O", "O", city, "O"], row["tokens"]
+
+
+def test_eflomal_as_aligner_is_checked_before_any_translation(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "eflomal" else real(name, *a))
+    with pytest.raises(ImportError, match=r"pip install 'crop-hf\[align\]'"):
+        SynthesisConfig(target_langs=["de"], method="hybrid", alignment_model="eflomal")
+    with pytest.raises(ValueError, match="or 'eflomal' \\(no pretrained model\\)"):
+        SynthesisConfig(target_langs=["de"], method="hybrid")

@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["RESULT_FIELDS", "SynthesisConfig"]
+__all__ = ["EFLOMAL", "RESULT_FIELDS", "SynthesisConfig"]
+
+#: ``alignment_model`` value that selects the statistical aligner instead of an encoder.
+EFLOMAL = "eflomal"
 
 
 @dataclass
@@ -42,7 +45,11 @@ class SynthesisConfig:
                           "alignment, CSTOP's translate-and-align; see crop_hf.projection.methods)."},
     )
     alignment_model: str | None = field(
-        default=None, metadata={"help": "Encoder for method='alignment' (e.g. bert-base-multilingual-cased)."}
+        default=None,
+        metadata={"help": "Word aligner of method='alignment' or 'hybrid': an encoder (e.g. "
+                          "bert-base-multilingual-cased, SimAlign-style), or 'eflomal' (statistical, no pretrained "
+                          "model; pip install 'crop-hf[align]'). eflomal aligns the sentence pairs of each shard "
+                          "together, so a shard is its corpus: keep shard_size in the thousands."},
     )
     backend: Literal["transformers", "ctranslate2"] = field(
         default="transformers",
@@ -95,7 +102,13 @@ class SynthesisConfig:
         from crop_hf.projection.methods import get_method
 
         if get_method(self.method).uses_alignment and not self.alignment_model:
-            raise ValueError(f"method={self.method!r} needs alignment_model (an encoder such as mBERT)")
+            raise ValueError(f"method={self.method!r} needs alignment_model: an encoder such as "
+                             f"bert-base-multilingual-cased, or {EFLOMAL!r} (no pretrained model)")
+        if self.alignment_model == EFLOMAL:
+            from importlib.util import find_spec
+
+            if find_spec("eflomal") is None:  # fail now, not after the first shard's translations
+                raise ImportError("alignment_model='eflomal' needs eflomal: pip install 'crop-hf[align]'")
         for name in ("batch_size", "num_beams", "num_return_sequences", "max_words", "shard_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")

@@ -26,7 +26,7 @@ from typing import Any
 from crop_hf.labels import LabelSet
 from crop_hf.projection import tokenize_target
 from crop_hf.projection.methods import ProjectionExample, get_method, project_examples, word_spans
-from crop_hf.synthesis.config import SynthesisConfig
+from crop_hf.synthesis.config import EFLOMAL, SynthesisConfig
 from crop_hf.synthesis.filters import LanguageIdFilter
 from crop_hf.synthesis.inputs import UndecodableLine
 from crop_hf.synthesis.rows import DiscardedSentence, KeptSentence
@@ -43,7 +43,8 @@ class SynthesisModels:
     Build it with :meth:`load` from a :class:`~crop_hf.synthesis.config.SynthesisConfig`, or pass
     already constructed pipelines (``translator``: ``labeled-translation``; ``tagger``:
     ``token-classification`` with an aggregation strategy; ``aligner``: an
-    :class:`~crop_hf.alignment.EmbeddingAligner` for ``method="alignment"``).
+    :class:`~crop_hf.alignment.EmbeddingAligner`, or an :class:`~crop_hf.alignment.EflomalAligner`
+    when ``alignment_model="eflomal"``, for ``method="alignment"`` or ``"hybrid"``).
     """
 
     translator: Any
@@ -66,9 +67,12 @@ class SynthesisModels:
                               aggregation_strategy="first", device=device)
         aligner = None
         if get_method(config.method).uses_alignment:
-            from crop_hf.alignment import EmbeddingAligner
+            from crop_hf.alignment import EflomalAligner, EmbeddingAligner
 
-            aligner = EmbeddingAligner(config.alignment_model, batch_size=config.batch_size, device=device)
+            if config.alignment_model == EFLOMAL:  # the pairs of one shard are aligned together
+                aligner = EflomalAligner()
+            else:
+                aligner = EmbeddingAligner(config.alignment_model, batch_size=config.batch_size, device=device)
         return cls(translator, tagger, LabelSet.of_model(tagger.model.config.id2label), aligner)
 
 
