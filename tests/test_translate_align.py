@@ -523,3 +523,16 @@ def test_the_models_align_with_the_configured_symmetrization(tmp_path, tiny_m2m1
     assert models.aligner.symmetrization == "grow-diag-final"
     default = TranslateAlignModels.load(config(tmp_path, mt_model=str(tiny_m2m100)), device="cpu")
     assert default.aligner.symmetrization == "grow-diag-final-and"
+
+
+def test_an_aligner_passed_in_must_symmetrize_as_the_config_says(tmp_path):
+    from crop_hf.alignment import EflomalAligner
+
+    items = [item("[IN:CREATE_ALARM set an alarm ]")]
+    models = TranslateAlignModels(DictTranslator(), EflomalAligner(symmetrization="grow-diag-final-and"))
+    with pytest.raises(ValueError, match=r"symmetrizes with 'grow-diag-final-and' but config\.symmetrization is "
+                                         "'grow-diag-final'"):
+        translate_align(config(tmp_path, symmetrization="grow-diag-final"), models, inputs=items)
+    assert not (tmp_path / "out").exists()
+    models.aligner = EflomalAligner(symmetrization="grow-diag-final")
+    assert translate_align(config(tmp_path, symmetrization="grow-diag-final"), models, inputs=items).statistics["input"] == 1

@@ -303,6 +303,10 @@ def translate_align(config: TranslateAlignConfig, models: TranslateAlignModels |
     from crop_hf.synthesis.filters import language_filter
     from crop_hf.synthesis.inputs import shards_of
 
+    given = getattr(getattr(models, "aligner", None), "symmetrization", config.symmetrization)
+    if given != config.symmetrization:  # the card and the fingerprint would name the config's
+        raise ValueError(f"the aligner passed in symmetrizes with {given!r} but config.symmetrization is "
+                         f"{config.symmetrization!r}: build both with the same method")
     store = ShardStore(config.output_dir, {**config.result_arguments(), "inputs": describe_inputs(inputs),
                                            "recipe": "translate-align"})
     for line in foreign_rules(config.method, [config.tgt_lang]):
