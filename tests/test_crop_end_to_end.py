@@ -1,0 +1,115 @@
+"""The end-to-end CroP benchmark's loop, run with tiny models on a few real sentences.
+
+benchmarks/bench_crop_end_to_end.py trains for minutes per row; here every stage runs for a few
+steps so that what each stage hands the next is checked: the synthesized corpora load as training
+sources, self-training reads synthesis's discarded sentences, the oracles find the kept raw
+sentences' gold rows, and the trained models load and tag. The translator is the identity with
+real markers and the English tagger marks capitalized words (tests/synthesis_fakes.py), so the
+corpora are not empty whatever random weights would translate; eflomal is the real one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from synthesis_fakes import FakeTagger, FakeTranslator
+
+from crop_hf.labels import PANX_LABELS, LabelSet
+from crop_hf.synthesis import SynthesisModels
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_crop_end_to_end.py"
+
+
+@pytest.fixture
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_crop_end_to_end", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules[spec.name]
+
+
+def fake_models(config, device=None):
+    from crop_hf.alignment import EflomalAligner
+
+    aligner = EflomalAligner() if config.alignment_model == "eflomal" else None
+    return SynthesisModels(FakeTranslator(), FakeTagger(), LabelSet(PANX_LABELS), aligner)
+
+
+@pytest.mark.slow
+def test_the_whole_loop_hands_each_stage_what_it_needs_and_its_models_tag(bench, shared_data, tmp_path, monkeypatch,
+                                                                          capsys, tiny_m2m100):
+    from transformers import pipeline
+
+    monkeypatch.setattr(SynthesisModels, "load", classmethod(lambda cls, config, device=None: fake_models(config)))
+    monkeypatch.setattr(bench, "load_translator", lambda mt_model: FakeTranslator())
+    work = tmp_path / "work"
+    assert bench.main(["--data_dir", str(shared_data), "--work_dir", str(work), "--mt_model", str(tiny_m2m100),
+                       "--steps", "3", "--seeds", "0", "--raw_sentences", "40", "--test_sentences", "20",
+                       "--vocab_size", "1000", "--hidden_size", "16", "--num_beams", "1",
+                       "--num_return_sequences", "1", "--no-language_filter"]) == 0
+    out = capsys.readouterr().out
+    results = json.loads((work / "results.json").read_text())["results"]
+
+    assert set(results) == set(bench.ROWS)
+    for row, runs in results.items():
+        assert len(runs) == 1, row
+        for test_set in ("wikiann_de", "europarl_de", "wikiann_en"):
+            assert 0.0 <= runs[0][test_set]["f1"] <= 100.0
+            assert set(runs[0][test_set]) == {"f1", *bench.TYPES}
+        assert f"{row} {bench.ROW_NAMES[row]}" in out
+
+    # The identity translator keeps markers, so lexical projection keeps every tagged sentence;
+    # the funnel accounts for all 40 raw sentences, and the oracle found each kept one's gold row.
+    stats = json.loads((next(work.glob("models-*")) / "corpus-b" / "statistics.json").read_text())["de"]
+    assert stats["input"] == 40
+    assert stats["kept"] + sum(v for k, v in stats.items() if k not in ("input", "kept")) == 40
+    assert stats["kept"] > 0
+    assert f"oracle_kept: {stats['kept']} of b's {stats['kept']} kept sentences matched" in out
+    assert "c (hybrid): " in out and "c_alignment (alignment): " in out and "f (translate-train): 40 kept of 40" in out
+    self_trained = json.loads((next(work.glob("models-*")) / "self-trained-b-union-0" / "dataset_dict.json").read_text())
+    assert self_trained["splits"] == ["train"]
+    for stage in ("train-ner", "evaluate-ner", "synthesize (lexical)", "synthesize (hybrid)", "self-train (re-label)",
+                  "translate-train"):
+        assert stage in out
+
+    # Every row's model is a token classifier over the PAN-X labels that tags German text.
+    for row in bench.ROWS:
+        name = "e-b-union" if row == "e" else row  # self-training's model names its corpus and rule
+        tagger = pipeline("token-classification", model=str(next(work.glob("models-*")) / f"{name}-0"))
+        assert set(tagger.model.config.id2label.values()) == set(PANX_LABELS)
+        assert len(tagger("Angela Merkel wohnt in Berlin .")) >= 0  # runs; random weights may tag nothing
+
+
+def test_translate_train_turns_marked_translations_into_tagged_rows(bench):
+    from types import SimpleNamespace
+
+    english = [{"tokens": ["Anna", "lives", "in", "New", "York", "."], "tags": ["B-PER", "O", "O", "B-LOC", "I-LOC", "O"]},
+               {"tokens": ["a", "broken", "Hamburg"], "tags": ["O", "O", "B-LOC"]},  # loses its marker
+               {"tokens": ["nothing", "here"], "tags": ["O", "O"]}]
+    rows, broken = bench.translate_train(SimpleNamespace(num_beams=1, num_return_sequences=1), FakeTranslator(),
+                                         english)
+    assert broken == 1
+    assert rows == [{"tokens": english[0]["tokens"], "tags": english[0]["tags"]},
+                    {"tokens": ["nothing", "here"], "tags": ["O", "O"]}]
+
+
+def test_kept_sentences_find_their_gold_rows_through_the_raw_tokenization(bench):
+    gold = {"Er sah's , 2:1 .": [{"tokens": ["Er", "sah's", ",", "2:1", "."], "tags": ["O"] * 5}],
+            "Paris ( Frankreich )": [{"tokens": ["Paris", "(", "Frankreich", ")"], "tags": ["B-LOC", "O", "B-LOC", "O"]}]}
+    from crop_hf.projection import tokenize_target
+
+    kept = {"tokens": [tokenize_target("Paris ( Frankreich )", "de").tokens, ["not", "a", "raw", "sentence"]]}
+    assert bench.kept_gold(kept, gold) == gold["Paris ( Frankreich )"]
+
+
+def test_seed_spread_and_funnel_lines(bench):
+    assert bench.summarize([10.0, 12.0, 14.0]) == " 12.0 ± 2.0"
+    assert bench.summarize([7.0]) == "  7.0 ± 0.0"
+    line = bench.funnel_line("b (lexical)", {"input": 10, "kept": 3, "all_o": 5, "too_long": 0, "markers_incomplete": 2})
+    assert line == "b (lexical): 3 kept of 10 (all_o 5, markers_incomplete 2)"
