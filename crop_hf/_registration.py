@@ -20,6 +20,8 @@ import logging
 import os
 import sys
 
+from crop_hf.registry import Registry
+
 _TARGET = "transformers.pipelines"
 
 
@@ -57,12 +59,12 @@ class _NoDefaultModelNotice(logging.Filter):
 #: task -> (module, pipeline class, transformers auto-model class name or None, input type[,
 #: default model: ``MODEL_FREE`` for a task that runs without one]). Each feature that adds a
 #: pipeline adds one row here.
-PIPELINE_TASKS: dict[str, tuple] = {
+PIPELINE_TASKS: Registry[tuple] = Registry("pipeline task", {
     "labeled-translation": ("crop_hf.translation.pipeline", "LabeledSequenceTranslationPipeline",
                             "AutoModelForSeq2SeqLM", "text", None),
     "projection": ("crop_hf.projection.pipeline", "ProjectionPipeline", "AutoModel", "text", MODEL_FREE),
     "semantic-parsing": ("crop_hf.parsing.pipeline", "SemanticParsingPipeline", "AutoModel", "text"),
-}
+})
 
 
 def register_pipelines() -> list[str]:

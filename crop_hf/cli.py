@@ -20,8 +20,10 @@ import os
 import sys
 from collections.abc import Sequence
 
+from crop_hf.registry import Registry
+
 #: subcommand -> (module, one-line summary). A feature that adds a subcommand adds a row.
-COMMANDS: dict[str, tuple[str, str]] = {
+COMMANDS: Registry[tuple[str, str]] = Registry("command", {
     "env": ("crop_hf.commands.env", "print versions of crop-hf and the libraries it uses (for bug reports)"),
     "evaluate-ner": ("crop_hf.commands.evaluate_ner", "per-language entity P/R/F1 of a token-classification model"),
     "synthesize": ("crop_hf.commands.synthesize", "build pseudo-labeled NER corpora in target languages (CroP)"),
@@ -41,7 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate-projection": ("crop_hf.commands.evaluate_projection",
                             "every projection method and aligner scored against a gold-tagged translation"),
     "app": ("crop_hf.commands.app", "the demo app in the browser: labeled translation, projection, parsing"),
-}
+})
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -39,9 +39,11 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
+
+from crop_hf.registry import Registry
 
 __all__ = [
     "MARKER_STYLES",
@@ -531,8 +533,10 @@ class BracketMarkers(MarkerStyle):
         return assigned
 
 
-#: Marker styles by name; :func:`get_marker_style` also accepts an instance.
-MARKER_STYLES: dict[str, type[MarkerStyle]] = {"crop": SlotMarkers, "easyproject": BracketMarkers}
+#: Marker styles by name (:func:`get_marker_style` also accepts an instance). A registered style is
+#: called with no arguments, and its ``name`` is the name it is registered under.
+MARKER_STYLES: Registry[Callable[[], MarkerStyle]] = Registry("marker style",
+                                                              {"crop": SlotMarkers, "easyproject": BracketMarkers})
 
 
 def get_marker_style(style: str | MarkerStyle | None = None) -> MarkerStyle:
@@ -541,10 +545,7 @@ def get_marker_style(style: str | MarkerStyle | None = None) -> MarkerStyle:
         return SlotMarkers()
     if isinstance(style, MarkerStyle):
         return style
-    try:
-        return MARKER_STYLES[style]()
-    except KeyError:
-        raise ValueError(f"unknown marker style {style!r}; expected one of {sorted(MARKER_STYLES)}") from None
+    return MARKER_STYLES.get(style)()
 
 
 def mark_tokens(

@@ -9,7 +9,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "crop_hf"
 
 #: Lowest first. A module may import from its own layer and the ones below (CONTRIBUTING.md).
 LAYERS: list[set[str]] = [
-    {"labels", "markers", "seqlogical", "arguments", "tables", "_registration", "model_cards", "resources", "errors", "console"},
+    {"labels", "markers", "seqlogical", "arguments", "tables", "_registration", "model_cards", "resources", "errors", "console", "registry"},
     {"alignment", "hub", "engine"},
     {"data"},
     {"translation", "projection", "modeling"},

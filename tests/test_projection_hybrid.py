@@ -191,10 +191,10 @@ def test_hybrid_passes_trim_edges_and_one_word_to_its_alignment_pass():
 def test_a_method_name_may_carry_options_everywhere_a_method_is_named():
     from crop_hf.projection.methods import get_method, parse_method
 
-    assert parse_method("hybrid?trim_edges=true&fuzzy=80&pieces=split&x=0.5&y=none") == (
-        "hybrid", {"trim_edges": True, "fuzzy": 80, "pieces": "split", "x": 0.5, "y": None})
+    assert parse_method("hybrid?trim_edges=true&fuzzy=80&pieces=split&fill_gaps=2&postpositions=none") == (
+        "hybrid", {"trim_edges": True, "fuzzy": 80, "pieces": "split", "fill_gaps": 2, "postpositions": None})
     assert get_method("hybrid?one_word=true").name == "hybrid"
-    with pytest.raises(ValueError, match="takes no option"):
+    with pytest.raises(ValueError, match=r"^projection method 'alignment': unknown option 'fuzzy'"):
         get_method("alignment?fuzzy=80")
     with pytest.raises(ValueError, match="expected key=value"):
         get_method("hybrid?one_word")
@@ -214,7 +214,7 @@ def test_a_method_name_may_carry_options_everywhere_a_method_is_named():
     from crop_hf.augment.translate_align import TranslateAlignConfig
 
     assert TranslateAlignConfig(input="in", output_dir="out", tgt_lang="de", method="hybrid?one_word=true").method
-    with pytest.raises(ValueError, match="takes no option"):
+    with pytest.raises(ValueError, match="unknown option 'bogus'"):
         TranslateAlignConfig(input="in", output_dir="out", tgt_lang="de", method="hybrid?bogus=1")
 
 

@@ -311,7 +311,7 @@ def test_make_backend_names_and_options():
     assert isinstance(make_backend("transformers", model, None), TransformersBackend)
     with pytest.raises(TypeError, match=r"^the transformers backend takes no options, got \['a', 'b'\]$"):
         make_backend("transformers", model, None, b=1, a=2)
-    with pytest.raises(ValueError, match=r"^unknown backend 'onnx'; choose one of: ctranslate2, transformers$"):
+    with pytest.raises(ValueError, match=r"^unknown backend 'onnx': expected one of transformers, ctranslate2$"):
         make_backend("onnx", model, None)
 
 

@@ -16,28 +16,27 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from crop_hf.registry import Registry
+
 if TYPE_CHECKING:
     import datasets
 
 __all__ = ["BUILDERS", "builder_class", "check_options", "load_dataset", "split_names"]
 
 #: Our dataset names -> (module, builder class).
-BUILDERS: dict[str, tuple[str, str]] = {
+BUILDERS: Registry[tuple[str, str]] = Registry("crop-hf dataset", {
     "conll5": ("crop_hf.data.conll5", "Conll5"),
     "xtreme40": ("crop_hf.data.xtreme40", "Xtreme40"),
     "cstop": ("crop_hf.data.cstop", "Cstop"),
     "top": ("crop_hf.data.top", "Top"),
     "hinglish_top": ("crop_hf.data.hinglish_top", "HinglishTop"),
     "europarl_ner": ("crop_hf.data.europarl_ner", "EuroparlNer"),
-}
+})
 
 
 def builder_class(name: str) -> type[datasets.DatasetBuilder]:
-    """The builder class of one of our dataset names (``KeyError`` listing them otherwise)."""
-    try:
-        module, cls = BUILDERS[name]
-    except KeyError:
-        raise KeyError(f"{name!r} is not a crop-hf dataset; expected one of {', '.join(BUILDERS)}") from None
+    """The builder class of one of our dataset names (``ValueError`` listing them otherwise)."""
+    module, cls = BUILDERS.get(name)
     return getattr(importlib.import_module(module), cls)
 
 

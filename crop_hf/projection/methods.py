@@ -7,10 +7,12 @@ given) lexically first) and options, and returns a :class:`~crop_hf.projection.P
 :func:`project_examples` runs one method over a batch, aligning in one go the examples that
 have no alignment yet (eflomal and embedding aligners both work best on many pairs at once).
 
-A new method is one :class:`ProjectionMethod` row in :data:`PROJECTION_METHODS`; callers never
-switch on method names. Wherever a method is named (``method=`` of the pipeline, synthesis,
-translate-and-align, ``crop-hf evaluate-projection --methods``) it may carry options the way a source
-spec does: ``"hybrid?trim_edges=true&one_word=true&fuzzy=80"`` (:func:`parse_method`).
+A new method is one :class:`ProjectionMethod` row in :data:`PROJECTION_METHODS`
+(:func:`register_method`, from your own code too); callers never switch on method names. Wherever a
+method is named (``method=`` of the pipeline, synthesis, translate-and-align, ``crop-hf
+evaluate-projection --methods``) it may carry options the way a source spec does:
+``"hybrid?trim_edges=true&one_word=true&fuzzy=80"`` (:func:`parse_method`), read by the method's
+options dataclass (:mod:`crop_hf.projection.options`), which is what its function receives.
 
 >>> from crop_hf.projection.methods import ProjectionExample, project_examples
 >>> from crop_hf.projection import tokenize_target
@@ -21,18 +23,28 @@ spec does: ``"hybrid?trim_edges=true&one_word=true&fuzzy=80"`` (:func:`parse_met
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from crop_hf.data.sources import parse_query
 from crop_hf.labels import Span
 from crop_hf.projection.alignment import project_alignment
 from crop_hf.projection.fuzzy import project_fuzzy
 from crop_hf.projection.hybrid import project_hybrid
 from crop_hf.projection.lexical import project_lexical
+from crop_hf.projection.options import (
+    AlignmentOptions,
+    FuzzyOptions,
+    HybridOptions,
+    LexicalOptions,
+    ProjectionOptions,
+)
 from crop_hf.projection.result import ProjectionResult
-from crop_hf.projection.target import Normalizer, TargetSentence
+from crop_hf.projection.target import TargetSentence
+from crop_hf.registry import Registry
 
 __all__ = [
     "PROJECTION_METHODS",
@@ -42,8 +54,10 @@ __all__ = [
     "foreign_rules",
     "get_method",
     "language_rules",
+    "method_options",
     "parse_method",
     "project_examples",
+    "register_method",
     "word_spans",
 ]
 
@@ -63,92 +77,91 @@ class ProjectionExample:
 
 @dataclass(frozen=True)
 class ProjectionMethod:
-    """A projection method: its function, the options it takes, and what it needs."""
+    """A projection method: its function, its options class, and what it needs."""
 
     name: str
-    function: Callable[..., ProjectionResult]
-    #: option names the method accepts (others are an error naming them)
-    options: tuple[str, ...]
+    #: ``function(example, options)``: a :class:`ProjectionExample` and an instance of ``options_class``
+    function: Callable[[ProjectionExample, Any], ProjectionResult]
+    #: the method's options (a :class:`~crop_hf.projection.options.ProjectionOptions` dataclass)
+    options_class: type[ProjectionOptions]
     #: whether it reads source spans through a word alignment (else translated entities)
     uses_alignment: bool
     #: CroP drops sentences whose entities are not all found; CSTOP keeps every translation
     drop_incomplete: bool
 
-
-_MATCHING_OPTIONS = ("ignore_case", "nfkc", "strip_punctuation", "repeated", "drop_incomplete")
-
-
-def _normalized(options: dict[str, Any]) -> dict[str, Any]:
-    """Matching options with ``ignore_case``/``nfkc``/``strip_punctuation`` folded into a :class:`Normalizer`."""
-    switches = {name: options.pop(name) for name in ("ignore_case", "nfkc", "strip_punctuation") if name in options}
-    if switches:
-        options["normalizer"] = Normalizer(**switches)
-    return options
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The option names the method accepts (others are an error naming them)."""
+        return self.options_class.names()
 
 
-def _lexical(example: ProjectionExample, **options) -> ProjectionResult:
-    return project_lexical(example.target, example.entities, **_normalized(options))
+def _lexical(example: ProjectionExample, options: LexicalOptions) -> ProjectionResult:
+    return project_lexical(example.target, example.entities, **options.arguments())
 
 
-def _fuzzy(example: ProjectionExample, **options) -> ProjectionResult:
-    return project_fuzzy(example.target, example.entities, **_normalized(options))
+def _fuzzy(example: ProjectionExample, options: FuzzyOptions) -> ProjectionResult:
+    return project_fuzzy(example.target, example.entities, **options.arguments())
 
 
-def _alignment(example: ProjectionExample, **options) -> ProjectionResult:
+def _aligned(example: ProjectionExample, method: str) -> tuple:
+    """The source words, spans, target and links an alignment-based method reads."""
     if example.alignment is None:
-        raise ValueError("alignment projection needs an alignment for every example (see align_missing)")
-    return project_alignment(example.source_tokens, example.source_spans, example.target, example.alignment,
-                             **options)
+        raise ValueError(f"{method} projection needs an alignment for every example (see align_missing)")
+    return example.source_tokens, example.source_spans, example.target, example.alignment
 
 
-def _hybrid(example: ProjectionExample, **options) -> ProjectionResult:
-    if example.alignment is None:
-        raise ValueError("hybrid projection needs an alignment for every example (see align_missing)")
-    return project_hybrid(example.source_tokens, example.source_spans, example.target, example.alignment,
-                          entities=example.entities, **_normalized(options))
+def _alignment(example: ProjectionExample, options: AlignmentOptions) -> ProjectionResult:
+    return project_alignment(*_aligned(example, "alignment"), **options.arguments())
 
 
-#: name -> method. ``method=`` everywhere (pipeline, synthesis, commands) is a key of this table.
-PROJECTION_METHODS: dict[str, ProjectionMethod] = {
-    method.name: method
-    for method in (
-        ProjectionMethod("lexical", _lexical, _MATCHING_OPTIONS, uses_alignment=False, drop_incomplete=True),
-        ProjectionMethod("fuzzy", _fuzzy, (*_MATCHING_OPTIONS, "threshold"), uses_alignment=False,
-                         drop_incomplete=True),
-        ProjectionMethod("alignment", _alignment, ("fill_gaps", "pieces", "trim_edges", "one_word", "capitalized_nouns",
-                                                       "function_words", "postpositions", "prepositions",
-                                                       "drop_incomplete"),
-                         uses_alignment=True, drop_incomplete=False),
-        ProjectionMethod("hybrid", _hybrid, ("nfkc", "strip_punctuation", "fill_gaps", "pieces", "trim_edges",
-                                             "one_word", "capitalized_nouns", "function_words", "postpositions",
-                                             "prepositions", "fuzzy", "drop_incomplete"),
-                         uses_alignment=True, drop_incomplete=False),
-    )
-}
+def _hybrid(example: ProjectionExample, options: HybridOptions) -> ProjectionResult:
+    return project_hybrid(*_aligned(example, "hybrid"), entities=example.entities, **options.arguments())
 
 
-def _option_value(text: str) -> Any:
-    """``true``/``false``/``none`` and numbers as Python values, anything else as the string."""
-    lowered = text.lower()
-    if lowered in ("true", "false", "none"):
-        return {"true": True, "false": False, "none": None}[lowered]
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
+#: name -> method. ``method=`` everywhere (pipeline, synthesis, commands) is a name of this registry.
+PROJECTION_METHODS: Registry[ProjectionMethod] = Registry("projection method")
+
+
+def register_method(name: str, function: Callable[[ProjectionExample, Any], ProjectionResult] | None = None,
+                    options: type[ProjectionOptions] = ProjectionOptions, *, uses_alignment: bool = False,
+                    drop_incomplete: bool = True, replace: bool = False) -> Any:
+    """Add a projection method, usable by name wherever a method is named; without ``function``, a decorator.
+
+    ``function(example, options)`` projects one :class:`ProjectionExample` with an instance of
+    ``options``, a dataclass subclassing :class:`~crop_hf.projection.options.ProjectionOptions`
+    (whose ``drop_incomplete`` arrives resolved: ``drop_incomplete`` here is the method's default).
+    With ``uses_alignment`` the examples reach it with their word alignment (an aligner fills in
+    missing ones); otherwise they carry translated ``entities``. A taken name is an error unless
+    ``replace=True``.
+    """
+    if not (isinstance(options, type) and issubclass(options, ProjectionOptions)):
+        raise TypeError(f"the options of projection method {name!r} must subclass ProjectionOptions, got {options!r}")
+
+    def register(function: Callable[[ProjectionExample, Any], ProjectionResult]) -> Callable:
+        method = ProjectionMethod(name, function, options, uses_alignment, drop_incomplete)
+        PROJECTION_METHODS.register(name, method, replace=replace)
+        return function
+
+    return register if function is None else register(function)
+
+
+register_method("lexical", _lexical, LexicalOptions)
+register_method("fuzzy", _fuzzy, FuzzyOptions)
+register_method("alignment", _alignment, AlignmentOptions, uses_alignment=True, drop_incomplete=False)
+register_method("hybrid", _hybrid, HybridOptions, uses_alignment=True, drop_incomplete=False)
 
 
 def parse_method(text: str) -> tuple[str, dict[str, Any]]:
-    """``"hybrid?trim_edges=true&fuzzy=80"`` → ``("hybrid", {"trim_edges": True, "fuzzy": 80})``.
+    """``"hybrid?trim_edges=true&fuzzy=80"`` → ``("hybrid", {"trim_edges": True, "fuzzy": 80.0})``.
 
-    A method name with options written as a source spec writes its ``?key=value&...``.
+    A method name with options written as a source spec writes its ``?key=value&...``; the
+    options given are read by the method's options class (``ValueError`` for an unknown method,
+    an option it does not take or a value of the wrong type).
     """
-    from crop_hf.data.sources import parse_query
-
     name, _, query = text.partition("?")
-    return name, parse_query(query, f"method {text!r}", _option_value)
+    written = parse_query(query, f"method {text!r}", str)
+    options = PROJECTION_METHODS.get(name).options_class.parse(written, name)
+    return name, {key: getattr(options, key) for key in written}
 
 
 def get_method(name: str) -> ProjectionMethod:
@@ -156,16 +169,22 @@ def get_method(name: str) -> ProjectionMethod:
 
     ``name`` may carry options (``"hybrid?fuzzy=80"``): they are checked against the method's.
     """
-    base, options = parse_method(name)
-    try:
-        method = PROJECTION_METHODS[base]
-    except KeyError:
-        raise ValueError(f"unknown projection method {base!r}: method must be one of {', '.join(PROJECTION_METHODS)}") from None
-    try:
-        check_options(method, options)
-    except TypeError as error:  # a mistake in a written method name: a user error, like an unknown name
-        raise ValueError(f"{name!r}: {error}") from None
-    return method
+    return PROJECTION_METHODS[parse_method(name)[0]]
+
+
+def method_options(method: str, **options) -> tuple[ProjectionMethod, ProjectionOptions]:
+    """The method a spec names and the options it runs with: the spec's, overridden by ``options``.
+
+    ``drop_incomplete`` left unset is the method's own default. An option the method does not
+    take is a ``TypeError``, as an unknown keyword argument is.
+    """
+    name, written = parse_method(method)
+    chosen = PROJECTION_METHODS[name]
+    check_options(chosen, options)
+    resolved = chosen.options_class(**{**written, **options})
+    if resolved.drop_incomplete is None:
+        resolved = dataclasses.replace(resolved, drop_incomplete=chosen.drop_incomplete)
+    return chosen, resolved
 
 
 #: Languages that capitalize every noun: where ``capitalized_nouns`` (alignment rule 7) holds.
@@ -238,14 +257,14 @@ def check_options(method: ProjectionMethod, options: Mapping[str, Any]) -> None:
 
 def project_examples(method: str, examples: Sequence[ProjectionExample], *, aligner: Any = None,
                      **options) -> list[ProjectionResult]:
-    """Project every example with ``method`` (aligning the ones without an alignment first, for ``alignment``)."""
-    chosen = get_method(method)
-    options = {**parse_method(method)[1], **options}  # options given here win over the method's own
-    check_options(chosen, options)
-    options.setdefault("drop_incomplete", chosen.drop_incomplete)
+    """Project every example with ``method`` (aligning the ones without an alignment first, for ``alignment``).
+
+    ``options`` given here win over those written in ``method`` (:func:`method_options`).
+    """
+    chosen, resolved = method_options(method, **options)
     if chosen.uses_alignment:
         align_missing(examples, aligner)
-    return [chosen.function(example, **options) for example in examples]
+    return [chosen.function(example, resolved) for example in examples]
 
 
 def word_spans(sentence: TargetSentence, entities: Sequence[Mapping[str, Any]]) -> list[Span]:

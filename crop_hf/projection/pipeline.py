@@ -55,7 +55,7 @@ from crop_hf.projection.methods import (
     ProjectionExample,
     align_missing,
     get_method,
-    parse_method,
+    method_options,
 )
 from crop_hf.projection.target import tokenize_target
 
@@ -65,8 +65,12 @@ logger = logging.getLogger(__name__)
 
 _PREPROCESS = ("method", "lang", "tokenization", "label_names", "scheme")
 _FORWARD = ("method",)
-#: every option some projection method takes (each method checks its own)
-_POSTPROCESS = ("method", *sorted({option for m in PROJECTION_METHODS.values() for option in m.options}))
+
+
+def _postprocess_options() -> tuple[str, ...]:
+    """Every option some projection method takes (each method checks its own); read per call, so that
+    a method registered after this module was imported takes its options here too."""
+    return ("method", *sorted({option for method in PROJECTION_METHODS.values() for option in method.options}))
 
 
 class _Rows(TorchDataset):
@@ -163,7 +167,8 @@ class ProjectionPipeline(Pipeline):
         return f"{type(self).__name__}(method={self._forward_params.get('method')!r}, model={model})"
 
     def _sanitize_parameters(self, **kwargs):
-        known = set(_PREPROCESS) | set(_FORWARD) | set(_POSTPROCESS)
+        postprocess_options = _postprocess_options()
+        known = set(_PREPROCESS) | set(_FORWARD) | set(postprocess_options)
         unknown = sorted(set(kwargs) - known)
         if unknown:
             raise TypeError(f"unknown projection option(s) {unknown}; expected some of {sorted(known)}")
@@ -171,7 +176,8 @@ class ProjectionPipeline(Pipeline):
         if method is not None:
             get_method(method)
         preprocess, forward, postprocess = (
-            {name: kwargs[name] for name in names if name in kwargs} for names in (_PREPROCESS, _FORWARD, _POSTPROCESS)
+            {name: kwargs[name] for name in names if name in kwargs}
+            for names in (_PREPROCESS, _FORWARD, postprocess_options)
         )
         return preprocess, forward, postprocess
 
@@ -217,11 +223,9 @@ class ProjectionPipeline(Pipeline):
         example = model_outputs["example"]
         if isinstance(example, list):
             (example,) = example
-        chosen = get_method(method)
-        options = {**parse_method(method)[1],
-                   **{name: value for name, value in options.items() if name in chosen.options}}
-        options.setdefault("drop_incomplete", chosen.drop_incomplete)
-        return chosen.function(example, **options).to_dict()
+        accepted = get_method(method).options  # the options meant for other methods are left out
+        chosen, resolved = method_options(method, **{name: value for name, value in options.items() if name in accepted})
+        return chosen.function(example, resolved).to_dict()
 
     # -- batching ---------------------------------------------------------------------------
 

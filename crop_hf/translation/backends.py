@@ -52,6 +52,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from crop_hf.registry import Registry
+
 if TYPE_CHECKING:
     import torch
 
@@ -549,10 +551,10 @@ def _engine_label(name: str | int) -> str:
 
 
 #: One row per backend: name -> class built as ``cls(model, tokenizer, **options)``.
-BACKENDS: dict[str, type] = {
+BACKENDS: Registry[type] = Registry("backend", {
     "transformers": TransformersBackend,
     "ctranslate2": CTranslate2Backend,
-}
+})
 
 
 def make_backend(name: str | None, model: Any, tokenizer: Any, **options: Any) -> GenerationBackend:
@@ -561,11 +563,9 @@ def make_backend(name: str | None, model: Any, tokenizer: Any, **options: Any) -
     >>> make_backend("onnx", None, None)
     Traceback (most recent call last):
     ...
-    ValueError: unknown backend 'onnx'; choose one of: ctranslate2, transformers
+    ValueError: unknown backend 'onnx': expected one of transformers, ctranslate2
     """
-    name = name or "transformers"
-    if name not in BACKENDS:
-        raise ValueError(f"unknown backend {name!r}; choose one of: {', '.join(sorted(BACKENDS))}")
+    backend = BACKENDS.get(name or "transformers")
     options = {key: value for key, value in options.items() if value is not None}
-    return BACKENDS[name](model, tokenizer, **options)
+    return backend(model, tokenizer, **options)
 

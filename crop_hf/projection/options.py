@@ -1,0 +1,169 @@
+"""The options of each projection method: one dataclass per method, read from a method spec by declared type.
+
+Wherever a method is named it may carry options, ``"hybrid?fuzzy=80&one_word=true"``; the
+method's options class reads the part after ``?`` (:meth:`ProjectionOptions.parse`). Each value
+is converted to its field's declared type: ``true``/``false`` for a bool, an integer, a number,
+one of a ``Literal``'s words, ``none`` where ``None`` is allowed. An option the method does not
+take, or a value of the wrong type, is a ``ValueError`` that names the method, the option and
+what it accepts. ``hybrid``'s options are ``alignment``'s (with its own defaults for
+``fill_gaps`` and ``pieces``) plus the lexical passes' comparison and ``fuzzy``.
+
+>>> options = HybridOptions.parse("fuzzy=80&one_word=true", "hybrid")
+>>> options.fuzzy, options.one_word, options.fill_gaps
+(80.0, True, 1)
+>>> HybridOptions.parse("fuzzy=abc", "hybrid")
+Traceback (most recent call last):
+...
+ValueError: projection method 'hybrid': fuzzy='abc' is not a number or none
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+
+from crop_hf.data.sources import parse_query
+from crop_hf.errors import UnknownOptionError
+from crop_hf.projection.target import Normalizer
+
+__all__ = ["AlignmentOptions", "FuzzyOptions", "HybridOptions", "LexicalOptions", "MatchingOptions",
+           "ProjectionOptions"]
+
+Options = TypeVar("Options", bound="ProjectionOptions")
+
+
+def _read(text: str, kind: Any) -> Any:
+    """``text`` as a value of ``kind`` (bool, int, float, str or a ``Literal``); ``ValueError`` if it is none."""
+    if kind is bool and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if get_origin(kind) is Literal and text in get_args(kind):
+        return text
+    if kind in (int, float, str):
+        return kind(text)
+    raise ValueError(text)
+
+
+def _accepts(kind: Any) -> str:
+    if get_origin(kind) is Literal:
+        return "one of " + ", ".join(map(repr, get_args(kind)))
+    names = {bool: "true or false", int: "an integer", float: "a number", str: "text", type(None): "none"}
+    return names.get(kind, str(kind))
+
+
+def _value(text: str, annotation: Any) -> Any:
+    """``text`` read by ``annotation``, a type or a union of types; ``ValueError`` saying what it accepts."""
+    kinds = get_args(annotation) if get_origin(annotation) in (Union, types.UnionType) else (annotation,)
+    if type(None) in kinds and text.lower() == "none":
+        return None
+    for kind in kinds:
+        try:
+            return _read(text, kind)
+        except ValueError:
+            continue
+    raise ValueError(" or ".join(map(_accepts, kinds)))
+
+
+@dataclass
+class ProjectionOptions:
+    """What every projection method takes; a method's options class adds its fields (type, default, ``help``)."""
+
+    drop_incomplete: bool | None = field(default=None, metadata={
+        "help": "Mark a sentence with an entity left unprojected as not kept; by default the method's rule "
+                "(CroP drops such sentences: lexical, fuzzy; CSTOP keeps them: alignment, hybrid)."})
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The option names, in field order."""
+        return tuple(option.name for option in fields(cls) if option.init)
+
+    @classmethod
+    def parse(cls: type[Options], written: str | Mapping[str, str], method: str) -> Options:
+        """The options written after ``method``'s ``?`` (``"fuzzy=80&one_word=true"``, or already split into a dict)."""
+        what = f"projection method {method!r}"
+        if isinstance(written, str):
+            written = parse_query(written, what, str)
+        unknown = [name for name in written if name not in cls.names()]
+        if unknown:
+            raise UnknownOptionError(what, unknown, cls.names())
+        hints = get_type_hints(cls)
+        values = {}
+        for name, text in written.items():
+            try:
+                values[name] = _value(text, hints[name])
+            except ValueError as error:
+                raise ValueError(f"{what}: {name}={text!r} is not {error}") from None
+        return cls(**values)
+
+    def arguments(self) -> dict[str, Any]:
+        """The keyword arguments of the method's function (``project_alignment``'s, ...)."""
+        return {option.name: getattr(self, option.name) for option in fields(self)}
+
+
+@dataclass
+class MatchingOptions(ProjectionOptions):
+    """How lexical matching compares words (a :class:`~crop_hf.projection.Normalizer`'s switches)."""
+
+    nfkc: bool = field(default=True, metadata={"help": "Compare NFKC-normalized words (Unicode variants match)."})
+    strip_punctuation: bool = field(default=True, metadata={
+        "help": "Ignore punctuation at the edges of words and entities."})
+
+    def arguments(self) -> dict[str, Any]:
+        arguments = super().arguments()
+        switches = {name: arguments.pop(name) for name in ("nfkc", "ignore_case", "strip_punctuation")
+                    if name in arguments}
+        return {**arguments, "normalizer": Normalizer(**switches)}
+
+
+@dataclass
+class LexicalOptions(MatchingOptions):
+    """``lexical``: :func:`~crop_hf.projection.project_lexical`'s options."""
+
+    ignore_case: bool = field(default=False, metadata={"help": "Compare case-folded words."})
+    repeated: Literal["all", "once"] = field(default="all", metadata={
+        "help": "all: also label further occurrences of a found entity; once: one occurrence per entity."})
+
+
+@dataclass
+class FuzzyOptions(LexicalOptions):
+    """``fuzzy``: :func:`~crop_hf.projection.project_fuzzy`'s options, lexical's and a similarity threshold."""
+
+    threshold: float = field(default=80.0, metadata={"help": "Minimum fuzz.ratio (0-100) of a fuzzy match."})
+
+
+@dataclass
+class AlignmentOptions(ProjectionOptions):
+    """``alignment``: the rules of :func:`~crop_hf.projection.project_alignment` (numbered as in its module)."""
+
+    fill_gaps: int = field(default=0, metadata={"help": "Join pieces of one span at most this many words apart."})
+    pieces: Literal["split", "largest"] = field(default="split", metadata={
+        "help": "Of a discontinuous span, split: every piece is a span (CSTOP); largest: the best-linked piece."})
+    trim_edges: bool = field(default=False, metadata={
+        "help": "Rule 5: trim edge words linked at least as much to words outside every span."})
+    one_word: bool = field(default=False, metadata={
+        "help": "Rule 6: a one-word source span keeps only its best-linked target word."})
+    capitalized_nouns: bool = field(default=False, metadata={
+        "help": "Rule 7: trim trailing lowercase words (targets that capitalize every noun: de, lb)."})
+    function_words: str | None = field(default=None, metadata={
+        "help": "Rule 8: trim these closed-class words from span edges: a list crop-hf ships (de, en)."})
+    postpositions: str | None = field(default=None, metadata={
+        "help": "Rule 9: the target's postpositions, a list crop-hf ships (hi): none starts a span, and a "
+                "span whose source starts with a preposition takes those after it."})
+    prepositions: str = field(default="en", metadata={"help": "Rule 9: the source language's prepositions."})
+
+
+def _default(options: type[ProjectionOptions], name: str, default: Any) -> Any:
+    """The field ``name`` of ``options`` with another default (its help kept)."""
+    (inherited,) = (option for option in fields(options) if option.name == name)
+    return field(default=default, metadata=inherited.metadata)
+
+
+@dataclass
+class HybridOptions(AlignmentOptions, MatchingOptions):
+    """``hybrid``: alignment's options (gaps of one word filled, the largest piece kept) and the lexical passes'."""
+
+    fill_gaps: int = _default(AlignmentOptions, "fill_gaps", 1)
+    pieces: Literal["split", "largest"] = _default(AlignmentOptions, "pieces", "largest")
+    fuzzy: float | None = field(default=None, metadata={
+        "help": "A fuzz.ratio threshold (0-100) for a similarity pass before alignment; none skips it."})
