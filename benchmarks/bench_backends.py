@@ -17,48 +17,14 @@ the largest configuration) is measured separately, one process per engine.
     python benchmarks/bench_backends.py --marker_model PATH              # + quality of int8 vs float32
     python benchmarks/bench_backends.py --marker_model PATH --quality_only
 
-Measured (2026-12-01, 2 cores of an Intel Xeon with AVX-512, CTranslate2 4.8.5 on MKL, defaults):
-
-    decoding   batch   hf sent/s  ct2-float32  ct2-int8   float32/hf  int8/hf
-    greedy         8        2.42         3.15     12.66        1.30x    5.24x
-    greedy        32        4.96         7.31     25.47        1.47x    5.14x
-    4 beams        8        1.94         2.55      7.74        1.32x    4.00x
-    4 beams       32        2.00         3.72      8.18        1.86x    4.08x
-    peak memory: hf 3,340 MB, ct2-float32 3,714 MB (1.11x), ct2-int8 1,512 MB (0.45x)
-
-Measured again (2026-12-03, same machine, 2 cores shared with three other jobs, so single rows
-moved by up to ±25% between identical engines; ratios within a run):
+Latest (2026-12-03, 2 cores of an Intel Xeon shared with three other jobs, CTranslate2 on MKL):
 
     MKL (defaults)       hf sent/s  ct2-float32  ct2-int8   float32/hf  int8/hf
-    greedy         8        2.20         2.18      8.25        0.99x    3.75x
     greedy        32        4.66         7.67     20.10        1.64x    4.31x
-    4 beams        8        1.58         2.08      6.02        1.32x    3.81x
     4 beams       32        1.69         4.58      7.15        2.71x    4.23x
     peak memory: hf 3,265 MB, ct2-float32 3,727 MB (1.14x), ct2-int8 1,524 MB (0.47x)
 
-    oneDNN (--ct2-env CT2_USE_MKL=0: AVX2 and DNNL GEMM, CTranslate2's path on AMD CPUs)
-                         hf sent/s  ct2-float32 (raced)  whole   8-row    int8   float32/hf  int8/hf
-    greedy         8        2.77         3.05 (whole)     3.16    2.98*    7.44     1.10x     2.68x
-    greedy        32        5.15         5.20 (whole)     4.65    3.00*   14.06     1.01x     2.73x
-    4 beams        8        1.41         1.52 (whole)     1.71    0.79*    5.47     1.08x     3.88x
-    4 beams       32        2.08         3.00 (whole)     3.97    0.80*    9.50     1.44x     4.56x
-    (* 8-row sub-batches, the default on oneDNN before racing, from the first run of the day,
-    whose hf column was 2.73 / 7.00 / 1.87 / 2.31: 0.35-1.09x of generate.) Each race ran once
-    per row before the timed batches (5.5 s, 19.7 s, 18.4 s, 71.0 s: three engines on one batch).
-
-On the AMD EPYC of the earlier measurement, 8-row sub-batches were the better CTranslate2 setting
-and still 0.7-0.9x of ``generate`` at batch 32; here whole batches win everywhere. No fixed setting
-is right on both, so float32 on oneDNN races the engines once per decoding setting and keeps the
-fastest (``race_engines``, on by default there; the race's winner and time are printed per row).
-Before the defaults followed the matrix library, float32 in 8-row sub-batches on MKL ran at 0.57x
-(greedy, 32) and 0.29-0.45x (4 beams) of ``generate``, and whole batches
-(``ct2-float32-unsplit``) at 1.19-1.61x. Quality on the marker-MT benchmark's trained tiny model
-(``--marker_model bench-marker-mt/content``, 300 sentences, 4 beams): int8 vs float32 marker
-completeness 66.00% vs 65.33% (+0.67 points), BLEU 29.18 vs 29.16 (+0.03).
-
-``--marker_model`` (a labeled-translation model fine-tuned on marked text, e.g. the marker-MT
-issue's tiny model) adds a quality check: marker completeness on CoNLL-2003 English test
-sentences and BLEU on Multi30k val (en→de by default), CTranslate2 float32 vs int8.
+Results, settings and history: docs/benchmarks/bench-backends.md
 """
 
 from __future__ import annotations

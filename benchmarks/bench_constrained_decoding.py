@@ -1,15 +1,5 @@
 """Marker-constrained decoding against free decoding, time per step, at ``facebook/m2m100_418M``'s shape on CPU.
 
-The model is M2M100 418M's exact architecture (:data:`bench_backends.M2M100_418M`, from the
-checkpoint's public ``config.json``: d_model 1024, 12 encoder and 12 decoder layers, 16 heads,
-FFN 4096, vocabulary 128,112, sinusoidal positions up to 1024, scaled embeddings, ReLU) with
-random weights, built here, offline. The tokenizer is a real ``M2M100Tokenizer`` at the
-checkpoint's size (``bench_synthesis_profile.build_m2m100_tokenizer``: 128,104 tokens, the real
-language ids), and the 16 markers ``__SLOT0__`` ... ``__SLOT15__`` are added as the pipeline adds
-them (:func:`crop_hf.translation.marker_tokens.add_marker_tokens`: special tokens, embeddings
-resized to 128,120 rows). Inputs are the first ``--batch`` English captions of Multi30k's
-validation set (``../shared/data/multi30k``), two words of each marked as entities.
-
 Every decoding runs exactly ``--steps`` steps (``min_new_tokens = max_new_tokens``), the forced
 target-language token included, from encoder outputs computed once beforehand, so a run's time
 divided by its steps is the decoder's time per step. ``free`` is ``generate`` as it is;
@@ -22,21 +12,14 @@ with other work slows all of them alike; ``processor`` is the constraint's own t
     nice -n 10 python benchmarks/bench_constrained_decoding.py                # real shape, 10-35 minutes on 2 cores
     python benchmarks/bench_constrained_decoding.py --layers 2 --before       # same vocabulary, 2+2 layers
 
-Measured (2026-12-03, 2 threads of an Intel Xeon heavily shared with other work, load average 6-8
-on 2 cores; torch 2.13 CPU, transformers 5.24; real shape, batch 16, 16 steps, 4 runs per mode)::
+Latest (2026-12-03, real shape, batch 16, 16 steps, 2 threads of a heavily shared Intel Xeon;
+``in-run``: the processor's time against the steps of the same run)::
 
     decoding    free ms/step  constrained   ratio  in-run   processor
     greedy             973.4        708.6  0.728x  1.007x     15.09ms
     5 beams           4806.6       4279.6  0.890x  1.005x     37.89ms
 
-Under that load whole runs varied 2-6x (a free 5-beam run took 4.8 to 16.8 s a step), so the
-direct ratio (least-disturbed run of each mode) is noise; ``in-run`` compares the processor's time
-with the steps of the same run: constrained decoding costs 0.5-0.7% more than free decoding.
-(That run printed the processor's median time per call; the script now prints the mean, which
-counts the length rule's steps too, about 1.3x the median in a stand-alone timing at 80 rows.)
-An earlier run of the same shape with ``--before`` (3 runs per mode, whole-run time over steps,
-processor's mean per step): the processor took 7.2 ms a step greedy and 26.8 ms with 5 beams,
-against 225 ms and 630 ms before it carried its state (31x and 23x less).
+Results, settings and history: docs/benchmarks/bench-constrained-decoding.md
 """
 
 from __future__ import annotations

@@ -11,24 +11,17 @@ and beside it the translation stage: ``facebook/m2m100_418M``'s architecture wit
 ``--src-tokens`` tokens and exactly ``--new-tokens`` new tokens each (``min_new_tokens =
 max_new_tokens``; random weights would never stop by themselves), encoder included.
 
-The share printed is langid's two checks against themselves plus *one* greedy translation per
-sentence; real synthesis also tags, back-translates with beams and projects, so langid's share of
-a run is smaller still.
-
     nice -n 10 python benchmarks/bench_language_filter.py        # about 2 minutes on 2 cores
 
-Measured (2026-12-03, 2 threads of an Intel Xeon heavily shared with other work, langid 1.1.6,
-torch 2.13 CPU; 10,000 sentences per language, 32 translated)::
+Latest (2026-12-03, 2 threads of an Intel Xeon heavily shared with other work; 10,000 sentences
+per language, 32 translated)::
 
     stage                              sentences/s  ms/sentence
     langid (one check)                       8,417        0.119
     translation (greedy, batch)               0.52       1937.8
-    accepted as their own language: de 100.00%, en 99.85%
     langid's share (2 checks vs 2 checks + 1 greedy translation per sentence): 0.012%
 
-The load slowed translation more than langid (on a quiet machine of this kind ``bench_backends.py``
-measured 2.4-5 sentences/s greedy at batch 8-32), but even a translation 100x faster would leave
-langid near 1%: far under the issue's 5%, so the filter stays one sentence at a time.
+Results, settings and history: docs/benchmarks/bench-language-filter.md
 """
 
 from __future__ import annotations

@@ -1,139 +1,24 @@
 """Projection quality against gold translations: Hinglish-TOP slots and Europarl-NER entities (en→de).
 
-``--corpus hinglish`` (default, below) and ``--corpus europarl`` (further below) or ``both``.
-
 Hinglish-TOP pairs every human code-switched (Hindi-English) parse with the English parse it was
 written from, so projecting the English slots onto the code-switched words can be scored against
 the human slots. All English/code-switched pairs (train and validation) are aligned together
 with eflomal + grow-diag-final-and, as CSTOP does with fast_align; scores are on the validation
 rows whose two parses are both flat (no intent inside a slot).
 
-Methods, all through ``crop_hf.projection``:
-
-* ``split``        alignment projection, each discontinuous piece a separate slot (CSTOP's rule)
-* ``gap-fill 1``   alignment projection joining pieces separated by one word (``fill_gaps=1``)
-* ``lexical-only`` lexical matching of the English slot words (exact, then case-folded), no alignment
-* ``hybrid split`` lexical matching first, alignment with CSTOP's split rule for the slots it cannot place
-* ``hybrid``       the package's defaults: lexical first, alignment filling one-word gaps and keeping
-                   the piece with the most links (``fill_gaps=1, pieces="largest"``)
-* ``hybrid hindi`` ``postpositions="hi"``: rule 9 of :mod:`crop_hf.projection.alignment` (no slot
-                   starts with a Hindi postposition; a slot whose English words start with a
-                   preposition takes the postpositions after it) and no lexical match on postpositions alone
-* ``... gdf``      the same row over the same eflomal run's two directions joined with grow-diag-final
-                   (every other row: grow-diag-final-and, CSTOP's)
-
-eflomal samples from /dev/urandom (it takes no seed), so the alignment is run ``--runs`` times
-(default 3) and every run is reported; ``--samplers 8`` (default here) averages more samplers per
-run, which steadies the runs (measured: hybrid F1 0.903-0.910 with 8 samplers, 0.896-0.908 with
-eflomal's default 3). Slot P/R/F1 are seqeval's (exact span and label); the
-exact slot-set rate is the share of sentences whose projected slot set equals the gold one.
-
     python benchmarks/bench_projection_quality.py [--data ../shared/data/hinglish-top] [--runs 3]
-
-Europarl-NER (``--corpus europarl``): the 799 English sentences' tags are projected onto the human
-German translations and scored against the German gold tags, through
-:func:`crop_hf.metrics.projection.evaluate_projection` (the code of ``crop-hf evaluate-projection``).
-All 799 pairs are aligned together (eflomal sees no tags), then split with a seeded shuffle
-(``--seed 0``) into a **dev part of 400 pairs, the only data on which a setting may be chosen**,
-and a **test part of 399 pairs, reported and never used to choose**. Rows (the first two are the
-issue's baseline; the others are candidate settings, each a measured row):
-
-* ``alignment``         CSTOP's rule, package defaults
-* ``hybrid``            package defaults (``fill_gaps=1, pieces="largest"``: chosen on Hinglish-TOP, see above)
-* ``hybrid gap 0`` / ``hybrid gap 2``  other gap filling
-* ``hybrid split``      every discontinuous piece a span
-* ``hybrid trim``       ``trim_edges=True``: edge words linked as much outside every span are trimmed
-* ``hybrid one word``   ``one_word=True``: a one-word source span keeps one target word
-* ``hybrid fuzzy 80``   ``fuzzy=80``: fuzzy matching of the source words between the lexical passes and alignment
-* ``hybrid trim+one word`` and ``hybrid entities`` (all three)
-* ``hybrid german``    ``capitalized_nouns=True, function_words="de"``: trailing lowercase words are trimmed
-  (German names end in a capitalized noun) and German function words are trimmed from the edges,
-  a piece of only them dropped (rules 7 and 8 of :mod:`crop_hf.projection.alignment`)
-* ``hybrid german+one word`` and ``hybrid german+one word+fuzzy 80``
-* every row again over ``eflomal gdf``: the same eflomal run's directions joined with grow-diag-final
-  instead of grow-diag-final-and (one run, dev part: every row 1.2-1.9 F1 lower; German's chosen row
-  0.887 against 0.901), so German keeps grow-diag-final-and
-* with ``--extra_parallel multi30k``: the same rows over eflomal links learnt with Multi30k's 29,000
-  en-de training captions added as unlabelled bitext (``../shared/data/multi30k``), marked ``+m30k``.
-
-The Hinglish-TOP part prints the same candidate rows on validation (reported) and on the flat
-train rows, **its dev data**: a setting is chosen on train, never on validation.
-
-Hindi rows (2026-12-03, ``--corpus both --runs 3 --samplers 8``; slot F1, min / mean / max of the
-three runs; each run's rows share one eflomal run):
-
-| row | Hinglish train (dev: chooses) | Hinglish validation (reported) |
-| --- | ---: | ---: |
-| hybrid (defaults, grow-diag-final-and) | 0.888 / 0.891 / 0.892 | 0.906 / 0.912 / 0.915 |
-| hybrid gdf | 0.892 / 0.898 / 0.902 | 0.915 / 0.918 / 0.920 |
-| hybrid hindi | 0.905 / 0.909 / 0.912 | 0.923 / 0.927 / 0.930 |
-| **hybrid hindi gdf** | **0.908 / 0.914 / 0.918** | **0.933 / 0.934 / 0.935** |
-
-How they were found, on the train rows only (a scratch analysis over eight cached eflomal runs,
-then this script): of hybrid's errors there, most are slot boundaries at Hindi postpositions
-(``3 pm`` for gold ``3 pm ka``, ``ko Tuesday`` for ``Tuesday``) and English ``me`` matched lexically
-onto Hindi ``me`` ("in"). Trimming leading postpositions measured +0.4 F1 (dev), taking them after a
-slot whose English words start with a preposition +0.5, refusing lexical matches on postpositions
-alone +0.2, and grow-diag-final over grow-diag-final-and +1.0 (union: the same; grow-diag and
-intersection: -2 and -7). Measured and not kept (dev): extending a slot over the light verb
-``karne`` (±0: the annotators include or leave out ``karne ke liye`` from row to row), romanized
-spelling folding or 4-6 character prefixes before eflomal (±0.3, within the runs' spread), eflomal's
-NULL prior 0.05 / 0.5 and 3x iterations (-1 to -2), 16 samplers (as 8). **Hinglish-TOP's best
-measured setting is ``method="hybrid?postpositions=hi"`` with eflomal's grow-diag-final links
-(validation 0.934, issue 29's target 0.92)**; it is Hindi's rule and grow-diag-final costs German
-about 1.4 F1 on Europarl-NER's dev part (every row of the ``eflomal gdf`` aligner there), so both
-are options (``--method 'hybrid?postpositions=hi' --symmetrization grow-diag-final`` of
-``crop-hf translate-align`` and ``crop-hf evaluate-projection``), not defaults. (The older
-defaults ``fill_gaps=1, pieces="largest"`` were chosen on validation before this split existed; on
-train they are still the best of the rows above.)
-
-Measured, F1 (2 shared CPU cores; eflomal takes no seed, so runs differ by about ±0.01):
-
-| row | Europarl dev | Europarl test | Hinglish train (dev) | Hinglish validation |
-| --- | ---: | ---: | ---: | ---: |
-| alignment / split | 0.769 | 0.779 | 0.792 | 0.804 |
-| hybrid (defaults) | 0.821 | 0.821 | 0.886 | 0.905 |
-| hybrid gap 0 | 0.829 | 0.818 | – | – |
-| hybrid gap 2 | 0.823 | 0.824 | – | – |
-| hybrid split | 0.810 | 0.814 | 0.809 | 0.827 |
-| hybrid trim | 0.831 | 0.827 | 0.884 | 0.903 |
-| hybrid one word | 0.837 | 0.824 | 0.885 | 0.902 |
-| hybrid fuzzy 80 | 0.824 | 0.830 | 0.844 | 0.866 |
-| hybrid entities (all three) | 0.843 | 0.840 | 0.839 | 0.861 |
-| hybrid german | 0.878 | – | – | – |
-| hybrid german+one word | 0.884 | – | – | – |
-| hybrid german+one word+fuzzy 80 | **0.883** | **0.885** | – | – |
-
-(one run of this script, ``--corpus both --runs 2 --samplers 8``: Europarl one eflomal run,
-Hinglish the mean of two.) Over four further eflomal runs (3 samplers) on Europarl, hybrid /
-trim+one word / all three averaged 0.819 / 0.838 / 0.841 on dev and 0.807 / 0.817 / 0.828 on test;
-over two on Hinglish train, 0.884 / 0.871 / 0.831. Image captions as extra bitext (Multi30k, one
-run) did not help parliament text: hybrid dev 0.821 with them against 0.831 without, same settings.
-
-The German rows (2026-12-03, one eflomal run with 8 samplers, shared by all rows; the other rows of
-that run: hybrid 0.817 dev / 0.806 test, hybrid entities 0.824 / 0.838): per type on dev, german
-LOC 0.800 MISC 0.787 ORG 0.923 PER 0.980; german+one word 0.800 / 0.809 / 0.923 / 0.980;
-german+one word+fuzzy 80 0.836 / 0.804 / 0.911 / 0.980, the only row with every type at 0.80 or
-more on dev, so it is the one chosen, and the only one reported on test: **F1 0.885, LOC 0.846,
-MISC 0.843, ORG 0.906, PER 0.944** (issue 29's targets: 0.87, every type 0.80). The rules are
-German's: Hinglish-TOP's romanized slots are lowercase and have no such list, so they are not
-rows there. A second eflomal run (``--corpus europarl --runs 1``) gave dev 0.882 / 0.887 / 0.890
-and test 0.882 / 0.882 / **0.888** for the three German rows (the chosen one: test LOC 0.872,
-MISC 0.831, ORG 0.912, PER 0.944), against hybrid 0.821 / 0.810 and hybrid entities 0.849 / 0.832
-in the same run. ``crop-hf evaluate-projection --methods
-'hybrid?one_word=true&fuzzy=80&capitalized_nouns=true&function_words=de'`` scores it.
-
-Decisions, on dev only: for names in translated text (Europarl) ``trim_edges=True, one_word=True,
-fuzzy=80`` is the best measured setting (+2 F1 on dev, and +2 on test); for slots (Hinglish-TOP)
-it is the worst of the hybrid rows (fuzzy matching mistakes romanized Hindi for English slot
-words) and the defaults stay best. One default cannot be both, so the defaults keep the
-Hinglish-TOP choice and the entity setting is the option ``crop-hf evaluate-projection
---methods hybrid 'hybrid?trim_edges=true&one_word=true&fuzzy=80'`` scores. Neither reaches issue
-29's Europarl target (0.87); the German rows above do, for German. The errors left there are long
-MISC titles, German compounds against several English words, nationality adjectives annotated
-MISC where the English has a LOC, and wrong links that no span rule can repair.
-
     python benchmarks/bench_projection_quality.py --corpus europarl [--extra_parallel multi30k]
+
+Latest (2026-12-03; Hinglish-TOP slot F1, min / mean / max of three eflomal runs):
+
+    | row | Hinglish train (dev: chooses) | Hinglish validation (reported) |
+    | hybrid (defaults, grow-diag-final-and) | 0.888 / 0.891 / 0.892 | 0.906 / 0.912 / 0.915 |
+    | **hybrid hindi gdf** | **0.908 / 0.914 / 0.918** | **0.933 / 0.934 / 0.935** |
+
+Europarl-NER test F1 of the chosen German row (2026-12-03): F1 0.885, LOC 0.846, MISC 0.843,
+ORG 0.906, PER 0.944
+
+Results, settings and history: docs/benchmarks/bench-projection-quality.md
 """
 
 from __future__ import annotations

@@ -9,38 +9,17 @@ CoNLL token-classification head. The whole synthesis runs (:class:`crop_hf.synth
 shards, filters, merge, card) on generated German sentences of fixed length, with every generation
 running to ``--max-new-tokens`` (random weights never stop earlier).
 
-Stages: ``translate`` (to the source language), ``tag``, ``back-translate`` (with markers),
-``project``, ``filter`` (language identification with langid, timed inside the translation stages
-and subtracted from them), ``write`` (shard files, the merged dataset and its card) and ``other``
-(reading the input, loading langid's model, the run's set-up). Runs are one after the other, so on
-a shared machine their totals are only comparable when the machine's load stayed the same. Random
-output is no language, so the language filter runs and is timed but its verdict is ignored; and a
-random translator never keeps its markers, so no record reaches projection: the printout adds
-what projecting every sentence would cost, measured on the same sentences with two entities each.
-
     nice -n 10 python benchmarks/bench_synthesis_profile.py          # 8 sentences, 3 runs: minutes
     python benchmarks/bench_synthesis_profile.py --sentences 64 --backends transformers ctranslate2:int8
 
-The last line is the overhead: the share of the run's wall time outside the three model stages
-(projection of every sentence added), against a target of at most 15%. Measured (2026-12-03,
-``--sentences 64 --workdir ...``: 64 sentences of 12 words in 2 shards, 2 beams, 16 new tokens,
-batch 8, 2 threads of an Intel Xeon shared with other jobs; CTranslate2 on MKL)::
+Latest (2026-12-03, ``--sentences 64``, 2 threads of an Intel Xeon shared with other jobs; the
+overhead is the share of the run's wall time outside the three model stages, target at most 15%)::
 
     stage              transformers         ctranslate2     ctranslate2:int8
-    translate        51.30 s  45.7 %     25.44 s  30.8 %     14.63 s  43.4 %
-    tag               0.96 s   0.9 %      1.17 s   1.4 %      1.19 s   3.5 %
-    back-translate   58.29 s  51.9 %     54.07 s  65.5 %     15.65 s  46.4 %
-    project           0.00 s   0.0 %      0.01 s   0.0 %      0.00 s   0.0 %
-    filter            0.00 s   0.0 %      0.00 s   0.0 %      0.00 s   0.0 %
-    write             0.38 s   0.3 %      0.64 s   0.8 %      0.38 s   1.1 %
-    other             1.29 s   1.1 %      1.24 s   1.5 %      1.88 s   5.6 %
     total           112.23 s             82.57 s             33.74 s
     overhead (projection of all 64 sentences, 0.003 s, added): 1.5 %, 2.3 %, 6.7 %
 
-``other`` is mostly decoding langid's model (1.3 s once per process, measured with cProfile on a
-fake-model run: bz2 0.8 s, unpickling 0.5 s); ``filter`` (langid restricted to the run's two
-languages) is 128 calls in 3 ms; ``write`` is both shards and the merged ``DatasetDict``. The
-overhead grows as the model stages get faster: int8 is where it would first reach the target.
+Results, settings and history: docs/benchmarks/bench-synthesis-profile.md
 """
 
 from __future__ import annotations

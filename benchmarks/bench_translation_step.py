@@ -13,26 +13,13 @@ turns batch by batch, so a machine shared with other work slows them alike; rati
 the first row, the loop as it was before (sdpa attention, logits at every padded position, the
 unfused loss, random batches, dropout 0.1).
 
-Measured (2026-12-02, 2 idle cores of an AMD EPYC with AVX512-BF16, defaults: 3 layers, d_model 256,
-bf16 autocast, 20 steps each):
+Latest (2026-12-02, 2 idle cores of an AMD EPYC with AVX512-BF16, defaults):
 
     configuration                               s/step  target tok/s  vs before
     before (sdpa, all positions, eager loss)     1.019          1136      1.00x
-    + eager attention                            0.650          1781      1.57x
-    + labelled positions only                    0.424          2731      2.40x
-    + fused loss (compile_loss)                  0.331          3493      3.07x
-    + batches grouped by length                  0.276          4288      3.77x
     + no dropout                                 0.240          4918      4.33x
 
-A second run the same day: 1.31x, 2.33x, 2.69x, 3.29x and 4.03x down the same rows (0.933 s a
-step before), so the attention kernel's share moves most between runs.
-
-Where the time went (torch.profiler, before): sdpa's CPU flash-attention backward in bf16, and
-half a dozen full passes (cast, log-softmax, its backward, a zero fill, label smoothing's add)
-over a padded tokens x vocabulary tensor; dropout's Bernoulli sampling costs 0.04 s a step.
-In bench_marker_mt.py's whole loop (data loading and logging included) the same choices without
-"no dropout" gave 3,576 target tokens/s against 1,582 before (2.3x); what the faster steps buy in
-learning is measured there.
+Results, settings and history: docs/benchmarks/bench-translation-step.md
 """
 
 from __future__ import annotations

@@ -9,21 +9,13 @@ translation model does both directions, so it must have been trained on marked p
 (``bench_marker_mt.py --both_directions``). The same run with the untrained model of the same
 shape is the baseline (a public checkpoint behaves alike: markers do not come back).
 
-Multi30k captions have almost no named entities, so a CoNLL tagger would tag almost nothing and
-the ``all_o`` filter would drop nearly every sentence whatever the translation model does. The
-English tagger here is therefore a tiny XLM-R trained in about a minute to tag the person and
-animal nouns of captions (``PER``: man, women, girl, ...; ``ANIMAL``: dog, horse, ...; word lists
-below), its F1 on held-out captions printed. What the run measures is the translation model:
-whether its markers come back and land where lexical projection finds them in the raw sentence.
-
-Prints the filter table of free and of marker-constrained decoding, for the untrained and the
-trained model, plus a few kept sentences with their labels.
-
 Measured (2026-12-02, 2 AMD EPYC cores, ``--sentences 500``; the model of ``bench_marker_mt.py
 --minutes 20 --recipes content`` then ``--both_directions --minutes 8``): the untrained model keeps
 0 of 500 (113 wrong_language_source, 5 pipeline_error, 382 all_o); the trained one keeps 343
 (68.6%) with free decoding (100 projection_incomplete, 49 all_o, 6 markers_incomplete, 2 language)
 and 344 (68.8%) with constrained decoding. Caption tagger F1 0.993.
+
+Results, settings and history: docs/benchmarks/synthesize-multi30k.md
 """
 
 from __future__ import annotations

@@ -36,6 +36,8 @@ SCRIPTS = {"examples/train_ner.py": "train-ner", "examples/train_parser.py": "tr
            "examples/train_translation.py": "train-translation"}
 #: a paragraph about these runs other programs' options (benchmarks, pip, pytest, launchers)
 OTHER_PROGRAMS = ("benchmarks/", "bench_", "pytest", "pip install", "torchrun --", "accelerate config")
+#: every page here is about one benchmark script: an option alone is the script's
+BENCHMARK_PAGES = "docs/benchmarks/"
 
 
 def _load_hooks():
@@ -154,13 +156,14 @@ def _check_prose(text: str, where: str, problems: list[str], page_commands: set[
     """Inline code: command lines are checked whole; a lone ``--option`` must belong to a command that
     the same paragraph, list item or table row, or else the page, names in code (to some command if
     the page names none). A unit about another program (a benchmark, pip, pytest) that names no
-    command is not checked."""
+    command is not checked, nor is a unit that names no command on a benchmark's page (docs/benchmarks/)."""
+    benchmark_page = where.startswith(BENCHMARK_PAGES)
     for unit in re.split(r"\n\s*\n|\n(?=\s*(?:[-*]|\d+\.) )|\n(?=\|)", text):
         spans = [span.strip() for _, span in SPAN.findall(unit)]
         commands = {command for span in spans if not span.startswith("--")
                     and ("crop-hf" in span or "crop_hf.cli" in span or any(script in span for script in SCRIPTS))
                     for command in [_check_command_line(span, where, problems)] if command}
-        if not commands and any(marker in unit for marker in OTHER_PROGRAMS):  # about another program
+        if not commands and (benchmark_page or any(marker in unit for marker in OTHER_PROGRAMS)):  # another program
             continue
         named = commands | page_commands
         allowed = frozenset().union(*map(command_options, named)) if named else any_command_options()
@@ -225,6 +228,10 @@ from crop_hf.labels import iob3_to_iob2
     fine = """`crop-hf report out --gold_split train --no_update_card --report-dir r`, `--debug`,
 `crop-hf --help`, `crop_hf.labels.iob1_to_iob2`, `examples/train_ner.py --max_train_steps 3`."""
     assert stale_mentions(fine, "fine") == []
+    benchmark = "Run it with `--steps 300`.\n\nThen `crop-hf synthesize --no_such_option`.\n"
+    assert stale_mentions(benchmark, "docs/benchmarks/b.md") == [
+        "docs/benchmarks/b.md: `crop-hf synthesize` has no option --no_such_option"]  # the script's own option passes
+    assert "--steps" in "\n".join(stale_mentions(benchmark, "docs/how-to/b.md"))
 
 
 def test_readme_links_point_at_files():

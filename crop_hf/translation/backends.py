@@ -87,18 +87,9 @@ CPU_DEFAULTS: dict[str, Any] = {"inter_threads": 1}
 
 #: Sub-batch sizes (most decoding rows, sentences × beams, per CTranslate2 call; 0: whole batches)
 #: that race against ``generate`` when a backend races its engines (:class:`CTranslate2Backend`'s
-#: ``race_engines``, on by default for float32 on oneDNN CPUs). Measured with
-#: benchmarks/bench_backends.py on m2m100_418M's shape, float32 on oneDNN:
-#:
-#: * AMD EPYC: whole batches of 32 ran at 0.65-0.82x of ``generate``; sub-batches of 8 rows at
-#:   1.3-2x at batch 8 and 0.7-0.9x at batch 32. No setting beat ``generate`` at every size.
-#: * Intel Xeon forced onto oneDNN (``CT2_USE_MKL=0``: AVX2, DNNL GEMM, as on AMD): the opposite,
-#:   whole batches at 0.98-1.78x and sub-batches of 8 rows at 0.35-1.09x.
-#:
-#: So on oneDNN the faster engine depends on the machine and the batch: the backend measures
-#: instead of guessing. On MKL (Intel) float32 whole batches ran at 1.2-1.9x of ``generate`` and
-#: 8-row sub-batches at 0.3-0.6x; int8 gains from big batches everywhere (3-5x). CT2_USE_MKL=1 (MKL
-#: on an AMD CPU) made int8 about 25x slower there, so it is never set here.
+#: ``race_engines``, on by default for float32 on oneDNN CPUs): on oneDNN the faster engine depends
+#: on the machine and the batch, so the backend measures instead of guessing. ``CT2_USE_MKL`` is never
+#: set here (MKL on an AMD CPU slowed int8 down). Figures: docs/benchmarks/bench-backends.md.
 RACE_BATCH_ROWS: tuple[int, ...] = (0, 8)
 
 
