@@ -119,17 +119,15 @@ MODULES: dict[str, Module] = {
         "split_side", "_tree_labels", "label_sets", "frame_targets", "frame_from_targets", "row_frames", "dev_split"),
         "rows, labels, nested targets and the dev split; load_parse_rows reads a source spec, encode_rows is "
         "wiring that the training tests run end to end"),
-    "modeling.joint (decoder)": Module("crop_hf/modeling/modeling_joint.py", (
-        "_tag_spans", "JointIntentSlotModel._gather",
-        "JointIntentSlotModel.span_logits", "JointIntentSlotModel.inner_emissions", "JointIntentSlotModel.nested_loss",
-        "JointIntentSlotModel.slot_loss", "JointIntentSlotModel._conditioned_emissions", "JointIntentSlotModel.decode",
-        "JointIntentSlotModel._decode_with_intents", "JointIntentSlotModel._decode_nested",
-        "JointIntentSlotModel._without_crf", "JointIntentSlotModel._viterbi", "JointIntentSlotModel._path_log_probability",
-        "JointIntentSlotModel.score", "JointIntentSlotModel._check_nested", "JointIntentSlotModel._score_nested",
-        "JointIntentSlotModel._slot_spans", "JointIntentSlotModel._top_slot_spans",
-        "_depth"),
-        "losses, decoding and scoring given trees, flat and hierarchical; forward, __init__, weight init and "
-        "from_encoder are wiring that every parser test runs, compact has a test of its own"),
+    "modeling.joint (losses)": Module("crop_hf/modeling/modeling_joint.py", (
+        "JointIntentSlotModel._gather", "JointIntentSlotModel.span_logits", "JointIntentSlotModel.inner_emissions",
+        "JointIntentSlotModel.nested_loss", "JointIntentSlotModel.slot_loss", "JointIntentSlotModel.top_emissions"),
+        "losses and the span heads; forward, __init__, weight init and from_encoder are wiring that every parser "
+        "test runs, decode and score delegate to modeling.search"),
+    "modeling.search": Module("crop_hf/modeling/search.py", ("*",),
+                              "decoding and scoring given trees, flat and hierarchical"),
+    "modeling.tagger": Module("crop_hf/modeling/tagger.py", ("*",),
+                              "one level's emissions, loss, Viterbi and path score; compact has a test of its own"),
     "parsing.predict (scoring)": Module("crop_hf/parsing/predict.py", ("_decoded_form", "score_parses"),
                                         "gold trees scored under a model; the rest of the file is the batching "
                                         "predict_parses shares with the pipeline, which its tests run"),

@@ -188,3 +188,35 @@ def test_config_rejects_unknown_top_taggers_and_a_shared_one_without_the_hierarc
     with pytest.raises(ValueError, match="max_intent_depth 2 or more"):
         JointIntentSlotModel(JointParserConfig(encoder=encoder, intent_labels=["A"], slot_labels=["O"],
                                                top_tagger="shared"))
+
+
+@pytest.mark.parametrize("top_tagger,depth", [("words", 1), ("intent", 1), ("shared", 2), ("intent", 2)])
+def test_the_taggers_are_built_once_each_and_checkpoints_keep_their_keys(top_tagger, depth):
+    """``top_tagger`` is settled when the two taggers are built (one object for "shared"), and their layers
+    keep the state-dict keys that checkpoints saved before the tagger type existed hold."""
+    from transformers import BertConfig
+
+    from crop_hf.modeling import JointIntentSlotModel, JointParserConfig
+    from crop_hf.modeling.tagger import SlotTagger
+
+    encoder = BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8,
+                         vocab_size=20).to_dict()
+    model = JointIntentSlotModel(JointParserConfig(encoder=encoder, intent_labels=["A", "B"], slot_labels=TAGS,
+                                                   max_intent_depth=depth, top_tagger=top_tagger))
+    assert isinstance(model.top_level_tagger, SlotTagger)
+    assert model.top_level_tagger.conditioned == (top_tagger != "words")
+    assert (model.inner_tagger is None) == (depth == 1)
+    assert (model.top_level_tagger is model.inner_tagger) == (top_tagger == "shared")
+    assert model.top_level_tagger.crf is model._top_crf is (model.inner_crf if top_tagger == "shared" else model.crf)
+    heads = {"intent_classifier.weight", "intent_classifier.bias"}
+    crf = {f"crf.{name}" for name in ("start_transitions", "end_transitions", "transitions")}
+    words = {"slot_classifier.weight", "slot_classifier.bias"}
+    top = {"top_projection.weight", "top_projection.bias", "top_intent_embeddings.weight",
+           "top_slot_classifier.weight", "top_slot_classifier.bias"}
+    nested = {"span_projection.weight", "span_projection.bias", "slot_name_embeddings.weight",
+              "nested_intent_classifier.weight", "nested_intent_classifier.bias", "inner_projection.weight",
+              "inner_projection.bias", "inner_intent_embeddings.weight", "inner_slot_classifier.weight",
+              "inner_slot_classifier.bias", *(f"inner_{key}" for key in crf)}
+    expected = {("words", 1): heads | words | crf, ("intent", 1): heads | top | crf,
+                ("shared", 2): heads | nested, ("intent", 2): heads | crf | nested | top}[top_tagger, depth]
+    assert {key for key in model.state_dict() if not key.startswith("encoder.")} == expected

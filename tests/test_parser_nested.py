@@ -486,7 +486,7 @@ def test_decoding_nests_no_deeper_than_max_intent_depth_and_multiplies_every_dec
     assert (parsed.intent_id, parsed.slot_ids, levels) == (0, [1, 2], depth)
     # every level below the top: the decision "holds B" times B's tags
     decision = torch.tensor([0.0, 0.0, 2.0, 0.0, 0.0]).softmax(-1)[2].item()
-    tags = model._viterbi(torch.zeros(1, 2, 3), torch.ones(1, 2, dtype=torch.bool), model.inner_crf)[1].exp().item()
+    tags = model.inner_tagger.decode(torch.zeros(1, 2, 3), torch.ones(1, 2, dtype=torch.bool))[1].exp().item()
     assert 0.3 < decision < 0.9 and 0.3 < tags < 0.95
     assert parsed.slot_probability == pytest.approx(tags)
     assert parsed.nested_probability == pytest.approx((decision * tags) ** (depth - 1))
@@ -632,7 +632,7 @@ def _every_tree(words: int, offset: int, intents: int, slots: int, levels: int) 
     Tag ids as ``_hand_model`` numbers them: O 0, then B-/I- of each slot name.
     """
     from crop_hf.modeling import NestedParse
-    from crop_hf.modeling.modeling_joint import _tag_spans
+    from crop_hf.modeling.search import _tag_spans
 
     prefixes = ["O"] + ["B", "I"] * slots
     sequences = [[]]
