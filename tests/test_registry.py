@@ -207,9 +207,11 @@ def _only(example, options):
 
 @pytest.fixture
 def only_method():
-    register_method("only", _only, OnlyOptions)
+    # replace=True: the docs example (tests/test_readme.py runs it) registers a method of this name too
+    before = PROJECTION_METHODS.get("only", None)
+    register_method("only", _only, OnlyOptions, replace=True)
     yield
-    del PROJECTION_METHODS["only"]
+    restore(PROJECTION_METHODS, "only", before)
 
 
 ENTITIES = [("Anna", "PER"), ("Göteborg", "LOC")]
@@ -281,9 +283,18 @@ class StrictBrackets(BracketMarkers):
 
 @pytest.fixture
 def strict_brackets():
-    MARKER_STYLES.register("strict-brackets", StrictBrackets)
+    before = MARKER_STYLES.get("strict-brackets", None)
+    MARKER_STYLES.register("strict-brackets", StrictBrackets, replace=True)
     yield
-    del MARKER_STYLES["strict-brackets"]
+    restore(MARKER_STYLES, "strict-brackets", before)
+
+
+def restore(registry, name, before) -> None:
+    """Put back what ``name`` was before a test registered its own (or nothing)."""
+    if before is None:
+        del registry[name]
+    else:
+        registry[name] = before
 
 
 def test_a_registered_marker_style_is_used_by_name(strict_brackets):
