@@ -67,6 +67,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 from pathlib import Path
 
 ROWS = ("a", "b", "c", "c_alignment", "e", "f", "g", "oracle_kept", "oracle_all")
@@ -132,8 +133,8 @@ class Clock:
 
 
 def _cpu() -> float:
-    own, children = os.times()[:2], os.times()[2:4]
-    return sum(own) + sum(children)
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 # --- data ---------------------------------------------------------------------------------------
@@ -269,7 +270,7 @@ def translate_train(args, translator, english: Sequence[dict]) -> tuple[list[dic
 
     inputs = []
     for row in english:  # as text and character spans, the input every labeled translator takes
-        starts = [sum(len(token) + 1 for token in row["tokens"][:k]) for k in range(len(row["tokens"]) + 1)]
+        starts = list(accumulate((len(token) + 1 for token in row["tokens"]), initial=0))
         inputs.append({"text": " ".join(row["tokens"]),
                        "entities": [{"start": starts[span.start], "end": starts[span.end] - 1, "label": span.label}
                                     for span in tags_to_spans(row["tags"])]})
@@ -286,14 +287,15 @@ def translate_train(args, translator, english: Sequence[dict]) -> tuple[list[dic
     return rows, broken
 
 
-def kept_gold(kept_dataset, gold: dict[str, list[dict]]) -> list[dict]:
-    """The gold rows of the raw sentences a synthesized corpus kept (matched by their text)."""
+def kept_gold(kept_dataset, raw_gold: Sequence[dict]) -> list[dict]:
+    """The gold rows of the raw sentences a synthesized corpus kept, matched by their text as synthesis
+    tokenized it (of repeated raw sentences, the first)."""
     from crop_hf.projection import tokenize_target
 
     rows = []
     by_key: dict[str, dict] = {}
-    for key, candidates in gold.items():
-        by_key[raw_key(tokenize_target(key, "de").tokens)] = candidates[0]
+    for row in raw_gold:
+        by_key.setdefault(raw_key(tokenize_target(raw_key(row["tokens"]), "de").tokens), row)
     for tokens in kept_dataset["tokens"]:
         row = by_key.get(raw_key(tokens))
         if row is not None:
@@ -303,10 +305,13 @@ def kept_gold(kept_dataset, gold: dict[str, list[dict]]) -> list[dict]:
 
 # --- report -------------------------------------------------------------------------------------
 
+def spread(values: Sequence[float]) -> float:
+    """The sample standard deviation over seeds (0 for one seed)."""
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
 def summarize(values: Sequence[float]) -> str:
-    mean = statistics.fmean(values)
-    spread = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{mean:5.1f} ± {spread:3.1f}"
+    return f"{statistics.fmean(values):5.1f} ± {spread(values):3.1f}"
 
 
 def print_table(results: dict[str, list[dict]], split: str) -> None:
@@ -410,14 +415,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         results["f"] = train_row("f", [english, f"disk:{path}"])
     if "g" in rows:
         results["g"] = train_row("g", [wikiann_spec(data_dir, "de")])
-    gold_by_text: dict[str, list[dict]] = {}
-    for row in raw_gold:
-        gold_by_text.setdefault(raw_key(row["tokens"]), []).append(row)
     if "oracle_kept" in rows:
         from datasets import load_from_disk
 
         kept = load_from_disk(str(corpora[best].dataset_path))["de"]
-        oracle = kept_gold(kept, gold_by_text)
+        oracle = kept_gold(kept, raw_gold)
         funnels.append(f"oracle_kept: {len(oracle)} of {best}'s {len(kept)} kept sentences matched to their gold row")
         results["oracle_kept"] = train_row("oracle_kept", [english, save_corpus(oracle, work / "oracle-kept")])
     if "oracle_all" in rows:
@@ -437,9 +439,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if results.get(row) and row not in ("a", "g") and not row.startswith("oracle"):
             values = [r["wikiann_de"]["f1"] for r in results[row]]
             gain = statistics.fmean(values) - statistics.fmean(baseline)
-            spread = max(statistics.stdev(values) if len(values) > 1 else 0.0,
-                         statistics.stdev(baseline) if len(baseline) > 1 else 0.0)
-            print(f"{row}: {gain:+.1f} F1 over English only ({gain / spread if spread else float('inf'):.1f}x the "
+            larger = max(spread(values), spread(baseline))
+            print(f"{row}: {gain:+.1f} F1 over English only ({gain / larger if larger else float('inf'):.1f}x the "
                   f"larger seed spread)")
     (work / "results.json").write_text(json.dumps({"args": vars(args), "results": results, "funnels": funnels,
                                                    "stages": clock.stages}, indent=1))

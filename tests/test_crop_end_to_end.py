@@ -100,12 +100,13 @@ def test_translate_train_turns_marked_translations_into_tagged_rows(bench):
 
 
 def test_kept_sentences_find_their_gold_rows_through_the_raw_tokenization(bench):
-    gold = {"Er sah's , 2:1 .": [{"tokens": ["Er", "sah's", ",", "2:1", "."], "tags": ["O"] * 5}],
-            "Paris ( Frankreich )": [{"tokens": ["Paris", "(", "Frankreich", ")"], "tags": ["B-LOC", "O", "B-LOC", "O"]}]}
+    gold = [{"tokens": ["Er", "sah's", ",", "2:1", "."], "tags": ["O"] * 5},
+            {"tokens": ["Paris", "(", "Frankreich", ")"], "tags": ["B-LOC", "O", "B-LOC", "O"]},
+            {"tokens": ["Paris", "(", "Frankreich", ")"], "tags": ["B-LOC", "O", "O", "O"]}]  # a repeat: the first wins
     from crop_hf.projection import tokenize_target
 
     kept = {"tokens": [tokenize_target("Paris ( Frankreich )", "de").tokens, ["not", "a", "raw", "sentence"]]}
-    assert bench.kept_gold(kept, gold) == gold["Paris ( Frankreich )"]
+    assert bench.kept_gold(kept, gold) == [gold[1]]
 
 
 def test_seed_spread_and_funnel_lines(bench):
