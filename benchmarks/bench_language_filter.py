@@ -47,7 +47,7 @@ def captions(lang: str, count: int) -> list[str]:
 
 def time_language_filter(sentences: dict[str, list[str]]) -> tuple[float, dict[str, float]]:
     """Seconds per check over all sentences, and the share each language's sentences pass."""
-    from crop_hf.synthesis.filters import LanguageIdFilter
+    from crop_hf.engine.language import LanguageIdFilter
 
     language_filter = LanguageIdFilter(sorted(sentences))
     language_filter.accepts("warm-up", "en")

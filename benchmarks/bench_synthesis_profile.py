@@ -125,9 +125,9 @@ def profile(args) -> dict:
     import torch
 
     import crop_hf.synthesis.runner as runner_module
+    from crop_hf.engine.language import LanguageIdFilter
     from crop_hf.engine.shards import ShardStore
     from crop_hf.synthesis import SynthesisConfig
-    from crop_hf.synthesis.filters import LanguageIdFilter
     from crop_hf.synthesis.runner import SynthesisRunner
 
     torch.set_num_threads(args.threads)

@@ -87,8 +87,11 @@ MODULES: dict[str, Module] = {
         "iob2_to_iob1", "iob2_to_bioes", "bioes_to_iob2", "is_valid", "repair_tags")),
     "synthesis.filters": Module("crop_hf/synthesis/filters.py"),
     "synthesis.stages": Module("crop_hf/synthesis/stages.py", (
-        "process_shard", "_apply", "each_or_none", "entity_spans", "_rows"),
+        "SentenceRecord.*", "synthesize_shard", "process_shard", "_apply", "_provenance", "_kept", "_dropped"),
         "stage logic; SynthesisModels.load only loads checkpoints"),
+    "engine.records": Module("crop_hf/engine/records.py"),
+    "engine.language": Module("crop_hf/engine/language.py"),
+    "engine.jobs": Module("crop_hf/engine/jobs.py"),
     "self_training": Module("crop_hf/self_training.py", ("combine_labels", "_source_tag_strings"),
                             "label combination; training itself is tests/test_self_training's end-to-end run"),
     "ner.evaluate (scoring)": Module("crop_hf/ner/evaluate.py", ("score_tags", "average_scores")),
@@ -99,11 +102,13 @@ MODULES: dict[str, Module] = {
     "metrics.parsing": Module("crop_hf/metrics/parsing.py"),
     "parsing.pipeline": Module("crop_hf/parsing/pipeline.py"),
     "augment.translate_align": Module("crop_hf/augment/translate_align.py", (
-        "process_batch", "_round_trip", "TranslateAlignConfig.*", "TranslateAlignResult.*", "translate_align",
-        "_kept_features", "_merge"), "the funnel, shards and merge; TranslateAlignModels.load only loads the models"),
+        "ParseRecord.*", "align_batch", "process_batch", "_round_trip", "TranslateAlignConfig.*",
+        "TranslateAlignResult.*", "TranslateAlignJob.*", "translate_align"),
+        "the funnel, shards and merge; TranslateAlignModels.load only loads the models"),
     "augment.generate_filter": Module("crop_hf/augment/generate_filter.py", (
-        "signature", "neighbour_pairs", "filter_generations", "GenerateFilterConfig.*", "_read", "generate",
-        "GenerateFilterResult.*", "generate_and_filter", "_features", "_discarded_features", "_save"),
+        "signature", "neighbour_pairs", "judge_generations", "filter_generations", "GenerateFilterConfig.*", "_read",
+        "GenerationPlan.*", "read_plan", "generate", "GenerateFilterResult.*", "GenerateFilterJob.*",
+        "_merge_generations", "_dataset", "generate_and_filter", "AugmentedParse.*"),
         "pairs, filter, generation and the run; fine_tune is the training engine's loop, which "
         "tests/test_generate_filter's tiny BART runs end to end"),
     "translation.backends": Module("crop_hf/translation/backends.py"),

@@ -28,8 +28,87 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CONFIG_SUFFIXES", "HelpFormatter", "build_parser", "config_to_argv", "parse_config", "plain_text",
-           "read_config_file"]
+__all__ = ["CONFIG_SUFFIXES", "RENAMED_FROM", "RESULT", "UNLESS_DEFAULT", "HelpFormatter", "OptionMetadata",
+           "build_parser", "changes_results", "config_to_argv", "parse_config", "plain_text", "read_config_file",
+           "renamed_from", "renamed_options"]
+
+#: The field-metadata mark of an option that changes a job's results (``True`` or :data:`UNLESS_DEFAULT`).
+RESULT = "result"
+#: The mark of an option added after runs were written: it changes results only where it differs from its default.
+UNLESS_DEFAULT = "unless_default"
+#: The field-metadata mark of a renamed option: its old spelling (still read, with a deprecation message).
+RENAMED_FROM = "renamed_from"
+
+
+class OptionMetadata(dict):
+    """Field metadata with crop-hf's own marks (:data:`RESULT`) that ``HfArgumentParser`` never passes on.
+
+    ``HfArgumentParser`` hands every metadata key to ``ArgumentParser.add_argument``, which refuses
+    keys it does not know. The marks are therefore left out of iteration (what ``dict(metadata)``
+    copies) and found by lookup (``metadata.get("result")``), so a config class still works with
+    a plain ``HfArgumentParser``.
+
+    >>> metadata = changes_results({"help": "Beam size."})
+    >>> dict(metadata), metadata.get(RESULT)
+    ({'help': 'Beam size.'}, True)
+    """
+
+    MARKS = frozenset({RESULT, RENAMED_FROM})
+
+    def keys(self):
+        return [key for key in dict.__iter__(self) if key not in self.MARKS]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+
+def changes_results(metadata: Mapping[str, Any], *, unless_default: bool = False) -> OptionMetadata:
+    """``metadata`` (``{"help": ...}``) marked as an option that changes a job's results (its fingerprint).
+
+    ``unless_default``: the option was added after runs were written; at its default it is left
+    out of the fingerprint, so those runs keep their name (:func:`crop_hf.engine.jobs.result_arguments`).
+    """
+    return OptionMetadata({**dict(metadata.items()), RESULT: UNLESS_DEFAULT if unless_default else True})
+
+
+def renamed_from(old: str, metadata: Mapping[str, Any]) -> OptionMetadata:
+    """``metadata`` of an option renamed from ``old``: :func:`parse_config` still reads ``--old`` (and ``old:``
+    in a config file) with a ``FutureWarning``, and a job's fingerprint keeps the old name, so runs
+    written before the rename resume (:func:`crop_hf.engine.jobs.result_arguments`).
+
+    >>> dict(renamed_from("source_lang", changes_results({"help": "Source language."})))
+    {'help': 'Source language.'}
+    """
+    return OptionMetadata({**dict(metadata.items()), RENAMED_FROM: old})
+
+
+def renamed_options(classes: Sequence[type]) -> dict[str, str]:
+    """``{old spelling: field name}`` of the renamed options of ``classes``."""
+    return {item.metadata[RENAMED_FROM]: item.name for cls in classes for item in dataclasses.fields(cls)
+            if item.metadata.get(RENAMED_FROM)}
+
+
+def _deprecated(old: str, new: str, prog: str | None) -> None:
+    import warnings
+
+    warnings.warn(f"{prog or 'crop-hf'}: --{old} is renamed --{new}; the old spelling will stop working in a "
+                  "later release", FutureWarning, stacklevel=3)
+
+
+def _new_spellings(argv: Sequence[str], renames: Mapping[str, str], prog: str | None) -> list[str]:
+    """``argv`` with every renamed option (``--old``, ``--old=value``) in its new spelling, each said once."""
+    out = []
+    for arg in argv:
+        name, equals, value = arg.partition("=")
+        old = name[2:].replace("-", "_") if name.startswith("--") else None
+        if old in renames:
+            _deprecated(old, renames[old], prog)
+            arg = f"--{renames[old]}{equals}{value}"
+        out.append(arg)
+    return out
 
 #: reST markup of docstrings and help texts, and what ``--help`` shows instead (in this order).
 _MARKUP = (
@@ -172,15 +251,19 @@ def parse_config(classes: Sequence[type], argv: Sequence[str] | None = None, *, 
     argv = list(sys.argv[1:] if argv is None else argv)
     from_file: list[str] = []
     nulls: set[str] = set()  # options the file sets to null: no command-line spelling, applied after parsing
+    renames = renamed_options(classes)
     if argv and not argv[0].startswith("-") and Path(argv[0]).suffix in CONFIG_SUFFIXES:
         path = argv.pop(0)
         values = read_config_file(path)
+        for old in set(values) & set(renames):
+            _deprecated(old, renames[old], prog)
+            values[renames[old]] = values.pop(old)
         from_file = config_to_argv(values, classes, where=path)
         given = {arg.split("=", 1)[0].lstrip("-").replace("-", "_") for arg in argv if arg.startswith("--")}
         nulls = {key for key, value in values.items() if value is None} - given
     if positional and argv and not argv[0].startswith("-"):
         argv = [f"--{positional}", *argv]
-    argv = from_file + argv
+    argv = from_file + _new_spellings(argv, renames, prog)
     parser = build_parser(classes, prog=prog, description=description)
     try:
         configs = tuple(parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False))

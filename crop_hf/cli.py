@@ -20,6 +20,9 @@ import os
 import sys
 from collections.abc import Sequence
 
+from crop_hf import __version__
+from crop_hf.arguments import parse_config
+from crop_hf.console import progress_bars
 from crop_hf.registry import Registry
 
 #: subcommand -> (module, one-line summary). A feature that adds a subcommand adds a row.
@@ -47,8 +50,6 @@ COMMANDS: Registry[tuple[str, str]] = Registry("command", {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from crop_hf import __version__
-
     parser = argparse.ArgumentParser(
         prog="crop-hf",
         description="Cross-lingual data generation for Hugging Face: labeled sequence translation, "
@@ -88,7 +89,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         name = argv[0]
         module_name, summary = COMMANDS[name]
         module = importlib.import_module(module_name)
-        from crop_hf.arguments import parse_config
 
         try:
             configs = parse_config(module.CONFIG_CLASSES, argv[1:], prog=f"crop-hf {name}",
@@ -98,7 +98,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise
             print(f"crop-hf {name}: error: {_one_line(error)}", file=sys.stderr)
             return 2
-        from crop_hf.console import progress_bars
 
         try:  # --no_show_progress silences every library's bars, not only crop-hf's
             with progress_bars(all(getattr(config, "show_progress", True) for config in configs)):

@@ -390,7 +390,7 @@ def build_tiny_parser(save_dir: str | Path, intent_labels: Sequence[str], slot_l
 
     from transformers import AutoTokenizer
 
-    from crop_hf.modeling import JointIntentSlotModel
+    from crop_hf.modeling import JointIntentSlotModel  # heavy (torch): loaded on first use
 
     save_dir = Path(save_dir)
     with tempfile.TemporaryDirectory() as encoder_dir:

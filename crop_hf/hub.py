@@ -1,12 +1,13 @@
-"""Cards and the Hub: every model card, dataset card and upload crop-hf makes goes through this module.
+"""Cards and the Hub: model cards, corpus cards, card templates, and every upload crop-hf makes.
 
 * model cards: :func:`ner_model_card` (metadata with a model-index entry per language, split and
   metric, rendered from ``model_cards/ner_model_card.md``) and :func:`parser_model_card` (a joint
   intent/slot parser: data, recipe, exact match / intent accuracy / slot F1 per domain) and
   :func:`translation_model_card` (a marker-keeping translation model);
-* dataset cards: :func:`synthesis_card` (a synthesized corpus), :func:`augmentation_card` (parses
-  made by CSTOP's translate-and-align or generate-and-filter) and :func:`corpus_card` (a corpus
-  built from an original release by ``dataset_scripts/``);
+* dataset cards: :func:`corpus_card` (a corpus built from an original release by
+  ``dataset_scripts/``); the cards of corpus jobs sit beside their jobs
+  (:mod:`crop_hf.synthesis.card`, :mod:`crop_hf.augment.card`) and use :func:`card_template` and
+  :func:`size_category` from here;
 * uploads: :func:`push_folder` (a trained model's folder, without checkpoints),
   :func:`push_dataset` (a ``DatasetDict`` and its card) and :func:`push_corpus` (several
   configs of a built corpus).
@@ -25,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from crop_hf.tables import format_table
+from crop_hf.tables import format_table, score_rows
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ def crop_hf_cache_dir() -> Path:
 
 __all__ = [
     "TEMPLATES_DIR",
-    "augmentation_card",
+    "card_template",
     "corpus_card",
     "crop_hf_cache_dir",
     "model_index_results",
@@ -53,7 +54,7 @@ __all__ = [
     "push_corpus",
     "push_dataset",
     "push_folder",
-    "synthesis_card",
+    "size_category",
     "template_path",
     "translation_model_card",
 ]
@@ -68,13 +69,24 @@ def template_path(name: str) -> Path:
     return Path(str(resources.files("crop_hf.model_cards") / name))
 
 
-def _template(name_or_path: str | Path) -> Path:
+def card_template(name_or_path: str | Path) -> Path:
+    """A card template: an installed one by file name (``"synthesis_dataset_card.md"``), or any path."""
     path = Path(name_or_path)
     if not path.is_absolute() and path.parent == Path("."):
         path = template_path(str(path))
     if not path.exists():
         raise FileNotFoundError(f"card template {path} not found (pass template_path)")
     return path
+
+
+def size_category(rows: int) -> str:
+    """The Hub's ``size_categories`` value for a dataset of ``rows`` rows.
+
+    >>> size_category(999), size_category(1_000), size_category(2_000_000)
+    ('n<1K', '1K<n<10K', 'n>1M')
+    """
+    bounds = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
+    return next((label for bound, label in bounds if rows < bound), "n>1M")
 
 
 #: The folder of the installed card templates.
@@ -104,8 +116,6 @@ def model_index_results(evaluations: Sequence[Any]) -> list:
 
 
 def _evaluation_table(evaluation) -> dict[str, Any]:
-    from crop_hf.tables import score_rows
-
     columns, rows = score_rows(evaluation)
     return {"split": evaluation.split, "table": format_table(["metric", *columns], rows, style="markdown"),
             "average": evaluation.average is not None, "average_over": list(evaluation.languages)}
@@ -156,7 +166,7 @@ def ner_model_card(*, model_name: str, base_model: str, train_sources: Sequence[
         eval_results=model_index_results(evaluations) or None,
     )
     return ModelCard.from_template(
-        card_data, template_path=str(_template(template_path or "ner_model_card.md")),
+        card_data, template_path=str(card_template(template_path or "ner_model_card.md")),
         model_name=model_name, base_model=base_model,
         base_model_url=f"https://huggingface.co/{base_model}" if is_hub_id else base_model,
         languages=languages, label_names=list(label_names),
@@ -201,7 +211,7 @@ def parser_model_card(*, model_name: str, config, train_sources: Sequence[tuple[
     evaluations = [{"source": spec, "split": split, "rows": _parser_rows(result)}
                    for split, by_source in scores.items() for spec, result in by_source.items()]
     return ModelCard.from_template(
-        card_data, template_path=str(_template("parser_model_card.md")), model_name=model_name, encoder=encoder,
+        card_data, template_path=str(card_template("parser_model_card.md")), model_name=model_name, encoder=encoder,
         intent_pooling=config.intent_pooling, use_crf=config.use_crf, init_from=init_from,
         max_intent_depth=getattr(config, "max_intent_depth", 1),
         train_sources=[{"spec": s, "weight": w, "utterances": n} for s, w, n in train_sources],
@@ -227,7 +237,7 @@ def translation_model_card(model_args, data_args, training_args, evaluation_tabl
         pipeline_tag="translation", tags=["translation", "labeled-translation", "crop-hf", "cross-lingual-ner"],
         metrics=["bleu", "chrf"])
     return ModelCard.from_template(
-        card_data, template_path=str(_template("translation_model_card.md")),
+        card_data, template_path=str(card_template("translation_model_card.md")),
         model_name=card_data.model_name, base_model=base, marker_style=model_args.marker_style,
         directions=[f"{s}-{t}" for s, t in directions], train_pairs=len(train_dataset),
         train_file=data_args.train_file or "a marked dataset passed in memory",
@@ -238,110 +248,6 @@ def translation_model_card(model_args, data_args, training_args, evaluation_tabl
 
 
 # --------------------------------------------------------------------------- dataset cards
-
-
-def synthesis_card(
-    config: Any,
-    statistics: Mapping[str, Mapping[str, int]],
-    label_names: Sequence[str],
-    *,
-    command_line: str,
-    fingerprint: str,
-    columns: Sequence[str],
-) -> str:
-    """The card of a synthesized corpus: models and revisions, languages, counts per filter, command line, settings.
-
-    ``config`` is the run's :class:`~crop_hf.synthesis.SynthesisConfig`; ``columns`` the statistics
-    columns in table order (:data:`crop_hf.synthesis.filters.STATISTICS_COLUMNS`).
-    """
-    from huggingface_hub import DatasetCard, DatasetCardData
-
-    languages = list(statistics)
-    total = sum(stats.get("kept", 0) for stats in statistics.values())
-    size = next(label for bound, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
-                                           (1_000_000, "100K<n<1M"), (float("inf"), "n>1M")) if total < bound)
-    data = DatasetCardData(
-        language=languages,
-        pretty_name=f"CroP pseudo-labeled NER ({', '.join(languages)})",
-        task_categories=["token-classification"],
-        task_ids=["named-entity-recognition"],
-        size_categories=[size],
-        source_datasets=[config.input] if isinstance(config.input, str) else None,
-        tags=["crop-hf", "synthetic", "label-projection"],
-        # The layout DatasetDict.push_to_hub writes: one split per language under data/.
-        configs=[{"config_name": "default",
-                  "data_files": [{"split": lang, "path": f"data/{lang}-*"} for lang in languages]}],
-    )
-    counts = format_table(["lang", *columns], [[lang, *(stats.get(c, 0) for c in columns)]
-                                              for lang, stats in statistics.items()], style="markdown")
-    card = DatasetCard.from_template(
-        data,
-        template_path=str(_template("synthesis_dataset_card.md")),
-        pretty_name=data.pretty_name,
-        languages=languages,
-        source_lang=config.source_lang,
-        method=config.method,
-        mt_model=config.mt_model,
-        mt_revision=config.mt_revision,
-        ner_model=config.ner_model,
-        ner_revision=config.ner_revision,
-        alignment_model=config.alignment_model,
-        counts=counts,
-        max_words=config.max_words,
-        label_names=list(label_names),
-        command_line=command_line,
-        fingerprint=fingerprint,
-        settings=config.result_arguments(),
-    )
-    return str(card)
-
-
-def augmentation_card(
-    *,
-    recipe: str,
-    description: str,
-    languages: Sequence[str],
-    models: Mapping[str, str],
-    counts: Mapping[str, int],
-    reasons: Mapping[str, str],
-    features: Mapping[str, str],
-    command_line: str,
-    settings: Mapping[str, Any],
-    source: str | None = None,
-) -> str:
-    """The card of augmented semantic-parsing data (:mod:`crop_hf.augment`): recipe, models, the drop
-    funnel (``counts``: ``input``, ``kept`` and one count per reason, explained in ``reasons``),
-    features, command line and settings.
-
-    >>> card = augmentation_card(recipe="translate-and-align", description="...", languages=["es"],
-    ...     models={"translation": "m"}, counts={"input": 3, "kept": 2, "no_translation": 1},
-    ...     reasons={"no_translation": "empty"}, features={"parse": "the parse"}, command_line="crop-hf x",
-    ...     settings={"method": "alignment"})
-    >>> "| 3 | 2 | 1 |" in card, "task_ids:" in card
-    (True, True)
-    """
-    from huggingface_hub import DatasetCard, DatasetCardData
-
-    kept = counts.get("kept", 0)
-    size = next(label for bound, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
-                                           (1_000_000, "100K<n<1M"), (float("inf"), "n>1M")) if kept < bound)
-    data = DatasetCardData(
-        language=list(languages),
-        pretty_name=f"CSTOP {recipe} ({', '.join(languages)})",
-        task_categories=["text-classification", "token-classification"],
-        task_ids=["intent-classification", "slot-filling"],
-        size_categories=[size],
-        source_datasets=[source] if source else None,
-        tags=["crop-hf", "synthetic", "semantic-parsing", "code-switching"],
-    )
-    table = format_table(list(counts), [list(counts.values())], style="markdown")
-    card = DatasetCard.from_template(
-        data, template_path=str(_template("augmented_parses_card.md")), pretty_name=data.pretty_name,
-        languages=list(languages), recipe=recipe, description=description, models=dict(models), counts=table,
-        reasons=dict(reasons), features=dict(features), command_line=command_line,
-        settings={name: value for name, value in settings.items()},
-    )
-    return str(card)
 
 
 def _describe_features(features) -> list[str]:

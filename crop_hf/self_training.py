@@ -55,7 +55,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from crop_hf.labels import repair_tags, spans_to_tags, tags_to_spans
+from crop_hf.data.features import ner_features, tag_strings
+from crop_hf.data.sources import is_split_by_language, join_languages, load_spec
+from crop_hf.errors import reaching
+from crop_hf.labels import LabelSet, repair_tags, spans_to_tags, tags_to_spans
+from crop_hf.ner import DataArguments, train_ner
+from crop_hf.ner.evaluate import predict_tags
 
 logger = logging.getLogger(__name__)
 
@@ -120,8 +125,6 @@ def _as_dataset(value, what: str):
     """A ``Dataset`` from a Dataset, a DatasetDict (its ``train`` split), a folder or a source spec."""
     import datasets
 
-    from crop_hf.data.sources import is_split_by_language, join_languages, load_spec
-
     if isinstance(value, (str, Path)):
         value = load_spec(str(value))
     if isinstance(value, datasets.DatasetDict):
@@ -136,8 +139,6 @@ PROJECTED_TAGS_COLUMNS = ("projected_tags", "source_tags")
 
 
 def _source_tag_strings(discarded) -> list[list[str] | None]:
-    from crop_hf.data.features import tag_strings
-
     column = next((c for c in PROJECTED_TAGS_COLUMNS if c in discarded.column_names), None)
     if column is None:
         return [None] * len(discarded)
@@ -152,8 +153,6 @@ def relabel(discarded, multilingual_model, tokenizer, *, source_model=None, sour
     ``rows`` is a list of dicts with ``tokens``, ``tags`` (IOB2 strings), ``lang`` and ``label_rule``.
     ``multilingual_model``/``source_model`` are loaded token-classification models.
     """
-    from crop_hf.ner.evaluate import predict_tags
-
     discarded = _as_dataset(discarded, "discarded sentences")
     for column in ("tokens", "lang"):
         if column not in discarded.column_names:
@@ -209,10 +208,6 @@ def self_train(kept, discarded, *, source_corpus=None, model_args=None, training
     from accelerate import Accelerator
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-    from crop_hf.data.features import ner_features, tag_strings
-    from crop_hf.labels import LabelSet
-    from crop_hf.ner import DataArguments, train_ner
-
     kept_rows = _as_dataset(kept, "kept corpus")
     accumulation = training_args.gradient_accumulation_steps if training_args else 1
     accelerator = Accelerator(gradient_accumulation_steps=accumulation,
@@ -233,7 +228,6 @@ def self_train(kept, discarded, *, source_corpus=None, model_args=None, training
                                            else None))
         result = train_ner(model_args, data_args, training_args, datasets=memory, accelerator=accelerator)
         multilingual_model = str(result.output_dir)
-    from crop_hf.errors import reaching
 
     with reaching(multilingual_model):
         tokenizer = AutoTokenizer.from_pretrained(multilingual_model)

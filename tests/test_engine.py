@@ -10,7 +10,7 @@ import torch
 from training_fixtures import fresh_accelerate_state, reset_accelerate  # noqa: F401  (pytest fixture)
 
 from crop_hf.engine import training as engine
-from crop_hf.engine.arguments import TrainingArguments, hyperparameters
+from crop_hf.engine.arguments import TrainingLoopArguments, hyperparameters
 from crop_hf.engine.checkpoints import STATE_FILE
 from crop_hf.engine.training import TrainingTask, start, train, write_all_results
 
@@ -53,13 +53,13 @@ def toy_rows(n: int = 24) -> list[dict]:
     return [{"x": x[i], "y": y[i]} for i in range(n)]
 
 
-def toy_args(tmp_path, name: str = "out", **overrides) -> TrainingArguments:
+def toy_args(tmp_path, name: str = "out", **overrides) -> TrainingLoopArguments:
     options = {"per_device_train_batch_size": 4, "learning_rate": 0.03, "max_train_steps": 8,
                "gradient_accumulation_steps": 2, "show_progress": False, "seed": 7, **overrides}
-    return TrainingArguments(output_dir=str(tmp_path / name), **options)
+    return TrainingLoopArguments(output_dir=str(tmp_path / name), **options)
 
 
-def run_toy(args: TrainingArguments, **task) -> engine.TrainingRun:
+def run_toy(args: TrainingLoopArguments, **task) -> engine.TrainingRun:
     reset_accelerate()
     accelerator = start(args, cpu=True)
     model = Toy()  # after start(): the seed fixes its initial weights
@@ -159,11 +159,11 @@ def test_all_results_are_written_atomically_with_sorted_keys(tmp_path):
 
 
 def test_arguments_warmup_checkpoints_and_hyperparameters():
-    args = TrainingArguments(output_dir="o", checkpointing_steps="epoch", warmup_ratio=0.1, hub_token="secret")
+    args = TrainingLoopArguments(output_dir="o", checkpointing_steps="epoch", warmup_ratio=0.1, hub_token="secret")
     assert args.checkpoint_every() == "epoch" and args.warmup(95) == 10
-    assert TrainingArguments(output_dir="o", warmup_steps=3).warmup(95) == 3
+    assert TrainingLoopArguments(output_dir="o", warmup_steps=3).warmup(95) == 3
     with pytest.raises(ValueError, match="positive integer or 'epoch'"):
-        TrainingArguments(output_dir="o", checkpointing_steps="0").checkpoint_every()
+        TrainingLoopArguments(output_dir="o", checkpointing_steps="0").checkpoint_every()
     flat = hyperparameters(args, total_train_batch_size=48)
     assert "hub_token" not in flat and flat["total_train_batch_size"] == 48 and flat["learning_rate"] == 2e-5
 
@@ -195,3 +195,9 @@ def test_after_step_sees_the_unwrapped_model_once_per_optimizer_step_after_the_u
     weights = [w for _, w in seen]
     assert all(not torch.equal(a, b) for a, b in itertools.pairwise(weights))  # after each update
     assert torch.equal(weights[-1], run.unwrapped().out.weight)
+
+
+def test_the_former_name_of_the_loop_arguments_still_imports_with_a_deprecation_message():
+    with pytest.warns(FutureWarning, match="renamed TrainingLoopArguments"):
+        from crop_hf.engine.arguments import TrainingArguments
+    assert TrainingArguments is TrainingLoopArguments

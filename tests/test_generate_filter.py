@@ -5,6 +5,7 @@ learns a word-substitution task well enough for its generations to pass the filt
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 
 import datasets
@@ -250,7 +251,7 @@ def test_run_reads_the_configured_columns_and_splits_and_reports_every_bad_input
         ("", "[IN:CALL [SL:NAME", "invalid_source", ["dev", "1"]),
         ("", "[IN:CALL", "invalid_source", ["test", "1"]),
         ("", "[IN:CALL [SL:NAME ] ]", "invalid_source", ["test", "2"])]
-    assert [r.getMessage() for r in caplog.records] == [
+    assert [r.getMessage() for r in caplog.records if r.name == "crop_hf.augment.generate_filter"] == [
         *(f"skipped {d['detail']}" for d in dropped), "1 few-shot parses, 1 training pairs, 2 English sources"]
     augmented = datasets.load_from_disk(str(out / "dataset"))["train"]
     assert augmented[0] == {"utterance": "mom ko call karo", "tokens": ["mom", "ko", "call", "karo"], "intent": "CALL",
@@ -280,7 +281,9 @@ def test_run_reads_the_configured_columns_and_splits_and_reports_every_bad_input
     table = result.table().splitlines()
     assert table[0].split() == list(result.statistics) and table[-1].split() == [
         str(v) for v in result.statistics.values()]
-    # the same folder again (it exists now); nothing dropped: an empty discarded set, typed like a full one
+    # the same folder again (it holds a result of other inputs now: replaced); nothing dropped: an empty
+    # discarded set, typed like a full one
+    config.overwrite_output_dir = True
     clean = datasets.Dataset.from_dict({"cs": ["[IN:CALL [SL:NAME mom ] ko call karo ]"]})
     generate_and_filter(config, generator=lambda sources: [[] for _ in sources], few_shot=clean,
                         english=datasets.Dataset.from_dict({"en": ["[IN:CALL call [SL:NAME dad ] ]"]}))
@@ -365,13 +368,17 @@ def test_without_a_generator_the_recipe_fine_tunes_generates_and_saves_when_aske
     assert calls["generate"] == ("model", "tokenizer", ENGLISH[:3], {"num_beams": 3, "num_return_sequences": 2,
                                                                      "batch_size": 7, "max_length": 33})
     assert result.statistics["generated"] == 3 and "saved" not in calls
-    config.save_model = True
+    config.save_model, config.output_dir = True, str(tmp_path / "saved")
     generate_and_filter(config, few_shot=_rows(FEW_SHOT), english=_rows(ENGLISH))
-    assert calls["saved"] == [("model", tmp_path / "o" / "generator"), ("tokenizer", tmp_path / "o" / "generator")]
-    calls.pop("saved")
+    saved = tmp_path / "saved" / "generator"
+    assert calls["saved"] == [("model", saved), ("tokenizer", saved)]
+    calls.clear()
+    generate_and_filter(config, few_shot=_rows(FEW_SHOT), english=_rows(ENGLISH))  # the same run again: resumed
+    assert calls == {}  # every shard finished: neither fine-tuned, nor generating, nor saving
+    config.output_dir = str(tmp_path / "given")
     generate_and_filter(config, generator=lambda sources: [[] for _ in sources], few_shot=_rows(FEW_SHOT),
                         english=_rows(ENGLISH))
-    assert "saved" not in calls  # a given generator: no model to save
+    assert calls == {}  # a given generator: no model to fine-tune or save
 
 
 def test_filter_rows_in_full():
@@ -403,9 +410,121 @@ def test_neighbour_pairs_default_to_ten_and_skip_unmatched_signatures():
     assert neighbour_pairs(cs, en) == [(0, j) for j in range(10)]  # all as near: pool order
 
 
-def test_settings_are_every_field_but_the_output_folder():
-    import dataclasses
+#: GenerateFilterConfig fields left out of the fingerprint (and the card's settings), and why. A new field must
+#: be marked as changing results or added here: until someone decides, the completeness test fails.
+NOT_FINGERPRINTED = {
+    "output_dir": "where the shard folder is, not what is in it",
+    "overwrite_output_dir": "whether a finished result of other settings may be replaced, not what is computed",
+    "lang": "the run's one key: its shards have their own folder, and a finished folder of another is refused",
+    "cpu": "where the generator is fine-tuned and runs",
+    "save_model": "saves the generator after the merge; the shards are the same",
+    "show_progress": "display only",
+}
 
+
+def test_settings_are_the_fields_that_change_results():
     config = GenerateFilterConfig(few_shot="a", english="b", output_dir="c")
-    assert set(config.settings()) == {f.name for f in dataclasses.fields(config)} - {"output_dir"}
-    assert config.settings()["few_shot"] == "a"
+    fields = {f.name for f in dataclasses.fields(config)}
+    assert set(config.settings()) == fields - set(NOT_FINGERPRINTED)
+    assert config.settings()["few_shot"] == "a" and config.settings()["shard_size"] == 1000
+    with pytest.raises(ValueError, match=r"^shard_size must be positive, got 0$"):
+        GenerateFilterConfig(few_shot="a", english="b", output_dir="c", shard_size=0)
+
+
+def _funnel_generator(seen):
+    """Generations per source of the funnel test: the same code-switched parse from both CALL sources."""
+    outputs = {"[IN:CALL call [SL:NAME dad ] ]": ["[IN:CALL [SL:NAME dad ] ko call karo ]", "[IN:CALL papa ]"],
+               "[IN:CALL call [SL:NAME mom ] ]": ["[IN:CALL  [SL:NAME dad ]  ko call karo ]"],  # shard 1: a repeat
+               "[IN:ALARM set alarm [SL:TIME 8 am ] ]": ["[IN:ALARM alarm [SL:TIME 8 baje ] set karo ]"]}
+
+    def generator(sources):
+        seen.extend(sources)
+        return [outputs[s] for s in sources]
+
+    return generator
+
+
+def test_a_rerun_resumes_and_a_repeat_across_shards_is_a_duplicate(tmp_path):
+    from crop_hf.engine.shards import describe_inputs, fingerprint
+
+    seen = []
+    config = GenerateFilterConfig(few_shot="-", english="-", output_dir=str(tmp_path / "out"), few_shot_size=0,
+                                  shard_size=1, show_progress=False)
+    first = generate_and_filter(config, generator=_funnel_generator(seen), few_shot=_rows(FEW_SHOT),
+                                english=_rows(ENGLISH))
+    assert seen == ENGLISH[:3] and first.skipped_shards == 0
+    out = tmp_path / "out"
+    assert list(json.loads((out / "statistics.json").read_text())) == [
+        "few_shot", "english", "pairs", "sources", "generated", "invalid_source", "nested_source", "empty_utterance",
+        "invalid_tree", "in_few_shot", "signature_changed", "duplicate", "kept"]
+    assert {k: first.statistics[k] for k in ("sources", "generated", "signature_changed", "duplicate", "kept")} == \
+        {"sources": 3, "generated": 4, "signature_changed": 1, "duplicate": 1, "kept": 2}
+    augmented = datasets.load_from_disk(str(out / "dataset"))["train"]
+    assert augmented["origin"] == ["few_shot", "few_shot", "generated", "generated"]
+    assert augmented["source_parse"][2:] == [ENGLISH[0], ENGLISH[2]]  # the first shard's kept, not the repeat
+    dropped = datasets.load_from_disk(str(out / "discarded"))["train"].to_list()
+    assert [(d["reason"], d["source_parse"]) for d in dropped][-2:] == [("signature_changed", ENGLISH[0]),
+                                                                         ("duplicate", ENGLISH[1])]
+    assert dropped[-1]["generation"] == "[IN:CALL [SL:NAME dad ] ko call karo ]"
+    shards = sorted(out.glob("shards/*/hi/*.json"))
+    assert len(shards) == 3 and shards[0].parent.parent.name == fingerprint(
+        {**config.settings(), "inputs": describe_inputs({"few_shot": _rows(FEW_SHOT), "english": _rows(ENGLISH)})})
+
+    # the same settings again: every shard is skipped, the generator is not called, the outputs are the same
+    again = generate_and_filter(config, generator=_funnel_generator(seen), few_shot=_rows(FEW_SHOT),
+                                english=_rows(ENGLISH))
+    assert seen == ENGLISH[:3] and again.skipped_shards == 3 and again.statistics == first.statistics
+    assert datasets.load_from_disk(str(out / "dataset"))["train"].to_list() == augmented.to_list()
+    shards[1].unlink()  # a run killed before it finished shard 1: only that shard is generated again
+    again = generate_and_filter(config, generator=_funnel_generator(seen), few_shot=_rows(FEW_SHOT),
+                                english=_rows(ENGLISH))
+    assert seen == [*ENGLISH[:3], ENGLISH[1]] and again.statistics == first.statistics
+
+    # one shard for all: the same funnel and the same rows (the repeat is caught within the shard)
+    whole = generate_and_filter(dataclasses.replace(config, output_dir=str(tmp_path / "whole"), shard_size=1000),
+                                generator=_funnel_generator([]), few_shot=_rows(FEW_SHOT), english=_rows(ENGLISH))
+    assert whole.statistics == first.statistics
+    assert datasets.load_from_disk(str(tmp_path / "whole" / "dataset"))["train"].to_list() == augmented.to_list()
+
+
+def test_other_settings_refuse_a_finished_folder_unless_overwritten(tmp_path):
+    from crop_hf.errors import OutputExistsError
+
+    config = GenerateFilterConfig(few_shot="-", english="-", output_dir=str(tmp_path / "out"), few_shot_size=0,
+                                  show_progress=False)
+    generate_and_filter(config, generator=_funnel_generator([]), few_shot=_rows(FEW_SHOT), english=_rows(ENGLISH))
+    seen = []
+    other = dataclasses.replace(config, top_k=3)
+    with pytest.raises(OutputExistsError, match=r"top_k: 10 there, 3 here.*--overwrite_output_dir"):
+        generate_and_filter(other, generator=_funnel_generator(seen), few_shot=_rows(FEW_SHOT),
+                            english=_rows(ENGLISH))
+    assert seen == []  # refused before any generation
+    result = generate_and_filter(dataclasses.replace(other, overwrite_output_dir=True),
+                                 generator=_funnel_generator(seen), few_shot=_rows(FEW_SHOT),
+                                 english=_rows(ENGLISH))
+    assert seen == ENGLISH[:3] and result.skipped_shards == 0 and result.statistics["kept"] == 2
+    assert len(list((tmp_path / "out" / "shards").glob("*/run.json"))) == 2
+
+
+def test_the_generator_is_fine_tuned_only_when_a_shard_is_left_and_before_the_folder_check_passes(tmp_path,
+                                                                                                 monkeypatch):
+    import crop_hf.augment.generate_filter as recipe
+    from crop_hf.errors import OutputExistsError
+
+    tuned = []
+
+    class Saved:
+        def save_pretrained(self, path):
+            pass
+
+    monkeypatch.setattr(recipe, "fine_tune", lambda pairs, config: tuned.append(len(pairs)) or (Saved(), Saved()))
+    monkeypatch.setattr(recipe, "generate", lambda model, tokenizer, sources, **options: [[] for _ in sources])
+    config = GenerateFilterConfig(few_shot="-", english="-", output_dir=str(tmp_path / "out"), few_shot_size=0,
+                                  shard_size=2, show_progress=False)
+    first = generate_and_filter(config, few_shot=_rows(FEW_SHOT), english=_rows(ENGLISH))
+    assert tuned == [3] and first.statistics["generated"] == 0  # once for both shards
+    generate_and_filter(config, few_shot=_rows(FEW_SHOT), english=_rows(ENGLISH))
+    assert tuned == [3]  # resumed: nothing left to generate
+    with pytest.raises(OutputExistsError):
+        generate_and_filter(dataclasses.replace(config, epochs=1), few_shot=_rows(FEW_SHOT), english=_rows(ENGLISH))
+    assert tuned == [3]  # the folder is checked before minutes of fine-tuning

@@ -31,7 +31,7 @@ from synthesis_fakes import (
 
 from crop_hf.cli import main
 from crop_hf.commands.self_train import RULE_MEANINGS
-from crop_hf.engine.shards import ShardStore
+from crop_hf.engine.shards import ShardStore, shards_of
 from crop_hf.errors import OutputExistsError
 from crop_hf.labels import CONLL_LABELS
 from crop_hf.synthesis import (
@@ -42,7 +42,7 @@ from crop_hf.synthesis import (
     SynthesisRunner,
     synthesize,
 )
-from crop_hf.synthesis.inputs import UndecodableLine, iter_raw_sentences, shards_of
+from crop_hf.synthesis.inputs import UndecodableLine, iter_raw_sentences
 from crop_hf.synthesis.stages import process_shard
 
 FAKES = Path(__file__).with_name("synthesis_fakes.py")
@@ -365,7 +365,7 @@ def test_real_pipelines_run_every_stage_with_tiny_models(raw_dir, tmp_path, tiny
 
 
 def test_a_run_builds_each_language_filter_once_per_process_and_a_resumed_run_none(raw_dir, tmp_path, monkeypatch):
-    from crop_hf.synthesis import filters
+    from crop_hf.engine import language as filters  # the language filter's home: every job builds it there
 
     built = []
 
@@ -543,7 +543,7 @@ def test_self_training_reads_what_synthesis_writes(raw_dir, tmp_path, tiny_xlmr_
 
 
 def test_tagger_entities_become_trimmed_non_overlapping_character_spans():
-    from crop_hf.synthesis.stages import entity_spans
+    from crop_hf.engine.records import entity_spans
 
     text = "Anna  met Peter Smith in Hamburg"
     entities = [{"start": 0, "end": 6, "entity_group": "PER"},  # "Anna  ": trailing spaces trimmed
@@ -560,7 +560,7 @@ def test_tagger_entities_become_trimmed_non_overlapping_character_spans():
 
 
 def test_a_refused_batch_is_retried_record_by_record_and_other_errors_propagate(caplog):
-    from crop_hf.synthesis.stages import each_or_none
+    from crop_hf.engine.records import each_or_none
 
     calls = []
 
@@ -791,7 +791,7 @@ def test_a_pipeline_returning_fewer_outputs_than_inputs_stops_the_shard_instead_
 
 
 def testentity_spans_trim_exactly_the_spaces_and_compare_with_the_last_span_kept():
-    from crop_hf.synthesis.stages import entity_spans
+    from crop_hf.engine.records import entity_spans
 
     def entity(start, end, label="PER"):
         return {"start": start, "end": end, "entity_group": label}
@@ -820,7 +820,8 @@ def test_language_filter_names_every_language_it_cannot_check_in_one_warning(cap
 def test_a_translation_longer_than_the_tagger_takes_is_refused_alone(tiny_xlmr_ner):
     from transformers import pipeline
 
-    from crop_hf.synthesis.stages import _tag, each_or_none, tagger_token_limit
+    from crop_hf.engine.records import each_or_none
+    from crop_hf.synthesis.stages import _tag, tagger_token_limit
 
     tagger = pipeline("token-classification", model=str(tiny_xlmr_ner), aggregation_strategy="first", device=-1)
     limit = tagger_token_limit(tagger)
@@ -903,12 +904,13 @@ def test_in_memory_inputs_their_limit_and_their_own_shard_folder(tmp_path):
 
 
 def test_process_reports_stages_and_logs_its_shard(raw_dir, tmp_path, caplog):
+    from crop_hf.engine.jobs import _step
     from crop_hf.synthesis.runner import SynthesisRunner
 
     runner = SynthesisRunner(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out")), models=fake_models())
     stages = []
-    with caplog.at_level(logging.INFO, logger="crop_hf.synthesis.runner"):
-        kept, discarded, reasons = runner._process("de", 4, RAW["de"][:2], stages.append)
+    with caplog.at_level(logging.INFO, logger="crop_hf.engine.jobs"):
+        kept, discarded, reasons = _step(runner, "de", 4, RAW["de"][:2], stages.append)
     assert len(kept) == 2 and discarded == [] and reasons == {}
     assert stages and all(isinstance(stage, str) for stage in stages)
     assert caplog.messages[-1] == "de shard 4: 2 of 2 kept"
@@ -917,9 +919,9 @@ def test_process_reports_stages_and_logs_its_shard(raw_dir, tmp_path, caplog):
 def test_run_shows_its_own_bar_and_silences_only_the_pipelines_subword_warning(raw_dir, tmp_path, monkeypatch):
     import warnings
 
-    import crop_hf.synthesis.runner as runner_module
+    import crop_hf.engine.jobs as jobs_module  # the driver every job runs on
 
-    seen = record_run_sharded(monkeypatch, runner_module)
+    seen = record_run_sharded(monkeypatch, jobs_module)
     models = fake_models()
     tag = models.tagger.__call__
     heuristic = "Tokenizer does not support real words, using fallback heuristic"

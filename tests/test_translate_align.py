@@ -124,7 +124,7 @@ def test_every_bad_input_is_dropped_with_its_reason_and_line(tmp_path):
 
 
 def test_wrong_language_counted(tmp_path):
-    from crop_hf.synthesis.filters import LanguageIdFilter
+    from crop_hf.engine.language import LanguageIdFilter
 
     english = "please tell me what the weather will be like tomorrow morning in London"
     translator = DictTranslator({"weather": english})
@@ -462,22 +462,23 @@ def test_run_reads_the_configured_columns_split_and_limit_and_shows_its_bar(tmp_
 
     from synthesis_fakes import FakeState, record_run_sharded
 
+    import crop_hf.engine.jobs as jobs
     import crop_hf.engine.shards as shards
 
     path = tmp_path / "en.tsv"
     path.write_text("q\tp\tparse\nCall Mom\t[IN:CREATE_CALL call [SL:CONTACT mom ] ]\t[IN:WRONG x ]\n"
                     "play music\t[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] ]\t[IN:WRONG y ]\n"
                     "set an alarm\t[IN:CREATE_ALARM set an alarm ]\t[IN:WRONG z ]\n", encoding="utf-8")
-    seen = record_run_sharded(monkeypatch, shards)
+    seen = record_run_sharded(monkeypatch, jobs)
     translator = DictTranslator()
     cfg = config(tmp_path, input=str(path), parse_column="p", utterance_column="q", max_examples=2, show_progress=True)
-    with caplog.at_level(logging.INFO, logger="crop_hf.augment.translate_align"):
+    with caplog.at_level(logging.INFO, logger="crop_hf.engine.jobs"):
         result = translate_align(cfg, TranslateAlignModels(translator, TableAligner()))
     assert translator.calls == ["Call Mom", "play music"] and result.statistics["input"] == 2  # the q column
     kept = datasets.load_from_disk(str(result.output_dir / "dataset"))["train"]
     assert [parse.split()[0] for parse in kept["parse"]] == ["[IN:CREATE_CALL", "[IN:PLAY_MUSIC"]  # the p column
     assert seen == [{"show_progress": True, "description": "translate-align", "unit": "parse"}]
-    assert "shard 0: 2 of 2 kept" in caplog.messages
+    assert "es shard 0: 2 of 2 kept" in caplog.messages  # the driver's line (crop_hf.engine.jobs)
     # in-memory parses: their split names the rows; other inputs, another shard folder
     dataset = datasets.DatasetDict({"dev": datasets.Dataset.from_dict({"parse": ["[IN:CREATE_CALL call [SL:CONTACT mom ] ]"]})})
     result = translate_align(config(tmp_path, split="dev", output_dir=str(tmp_path / "mem")),
@@ -536,3 +537,51 @@ def test_an_aligner_passed_in_must_symmetrize_as_the_config_says(tmp_path):
     assert not (tmp_path / "out").exists()
     models.aligner = EflomalAligner(symmetrization="grow-diag-final")
     assert translate_align(config(tmp_path, symmetrization="grow-diag-final"), models, inputs=items).statistics["input"] == 1
+
+
+def test_the_step_returns_typed_records_and_a_parse_keeps_its_first_drop_reason(tmp_path):
+    from crop_hf.augment.translate_align import AlignedParse, DroppedParse, ParseRecord, align_batch
+
+    translator = DictTranslator({"call dad": ""})
+    items = [item("[IN:CREATE_CALL call [SL:CONTACT mom ] ]", where="t:1"),
+             item("[IN:CREATE_CALL call [SL:CONTACT dad ] ]", where="t:2"), item("[IN:BROKEN", where="t:3")]
+    result = align_batch(items, config(tmp_path), TranslateAlignModels(translator, TableAligner()))
+    assert [type(row) for row in result.kept] == [AlignedParse] and result.kept[0].source == "t:1"
+    assert all(isinstance(row, DroppedParse) for row in result.dropped) and result.counts == {}
+    assert [(row.source, row.reason) for row in result.dropped] == [("t:2", "no_translation"), ("t:3", "invalid_source")]
+    record = ParseRecord.read(items[0])
+    assert record.alive and record.utterance == "call mom" and record.flat.intent == "CREATE_CALL"
+    record.drop("no_translation", "first")
+    record.drop("slots_lost", "second")  # a later step cannot overwrite why it was dropped
+    assert (record.reason, record.detail, record.alive) == ("no_translation", "t:1: first", False)
+    bad = ParseRecord.read(items[2])
+    assert bad.reason == "invalid_source" and bad.detail.startswith("t:3: ") and bad.utterance == ""
+    bad.drop("no_translation")
+    assert bad.reason == "invalid_source"
+    assert bad.dropped() == DroppedParse(source="t:3", source_parse="[IN:BROKEN", source_utterance="",
+                                         translation="", reason="invalid_source", detail=bad.detail)
+
+
+def test_a_finished_run_never_loads_its_models(tmp_path, monkeypatch):
+    from crop_hf.augment.translate_align import TranslateAlignJob
+    from crop_hf.engine.shards import describe_inputs, fingerprint
+
+    items = [item("[IN:CREATE_CALL call [SL:CONTACT mom ] ]")]
+    loads = []
+
+    def load(cls, config, device=None):
+        loads.append(device)
+        return cls(DictTranslator(), TableAligner())
+
+    monkeypatch.setattr(TranslateAlignModels, "load", classmethod(load))
+    first = translate_align(config(tmp_path, device="cpu"), inputs=items)
+    assert loads == ["cpu"] and first.statistics["kept"] == 1  # loaded once, on the first shard
+    again = translate_align(config(tmp_path, device="cpu"), inputs=items)
+    assert loads == ["cpu"] and again.skipped_shards == 1 and again.statistics == first.statistics
+    # the shard folder is named as before the job contract: the result fields, the inputs and the recipe
+    cfg = config(tmp_path)
+    job = TranslateAlignJob(cfg, inputs=items)
+    assert job.store.fingerprint == fingerprint({**cfg.result_arguments(), "inputs": describe_inputs(items),
+                                                 "recipe": "translate-align"})
+    assert (job.name, job.shard_keys(), job.split("es"), job.statistics_columns) == (
+        "translate-align", ["es"], "train", ("input", "kept", *TRANSLATE_ALIGN_REASONS))

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
+import hashlib
 import itertools
+import json
 import random
 from collections import Counter
 
 import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from crop_hf.engine.jobs import result_fields
 from crop_hf.markers import get_marker_style
+from crop_hf.translation.data import load_marked_dataset
 from crop_hf.translation.parallel import (
     MarkingConfig,
     ParallelPair,
@@ -33,6 +40,19 @@ class DiagonalAligner:
 
     def align(self, source, target):
         return [[(i, i) for i in range(min(len(s), len(t)))] for s, t in zip(source, target, strict=True)]
+
+
+class CountingAligner(DiagonalAligner):
+    """The diagonal aligner, counting its calls; it raises on call number ``fail_on`` (a run killed there)."""
+
+    def __init__(self, fail_on: int | None = None) -> None:
+        self.calls, self.fail_on = 0, fail_on
+
+    def align(self, source, target):
+        self.calls += 1
+        if self.calls == self.fail_on:
+            raise RuntimeError("aligner died")
+        return super().align(source, target)
 
 
 def corpus(n: int = 40) -> list[ParallelPair]:
@@ -263,3 +283,120 @@ def test_eflomal_on_multi30k_finds_real_phrase_pairs(shared_data):
     assert phrase_pairs[("dog", "hund")] >= 3, phrase_pairs.most_common(20)
     wrong = phrase_pairs[("man", "hund")] + phrase_pairs[("dog", "mann")]
     assert wrong == 0
+
+
+#: A one-chunk corpus as mark_parallel marked it before it ran on the corpus-job contract (computed once with
+#: that code, crop_hf/translation/parallel.py at 9b8974c): ``(source, target)`` of each row, in order, and the
+#: SHA-256 of all rows (``json.dumps(dataset.to_list(), sort_keys=True)``).
+BEFORE_SHARDS = [
+    ("__SLOT2__ beta __SLOT2__ eps __SLOT1__ beta __SLOT1__ theta theta __SLOT0__ theta eta __SLOT0__",
+     "__SLOT2__ BETA __SLOT2__ EPS __SLOT1__ BETA __SLOT1__ THETA THETA __SLOT0__ THETA ETA __SLOT0__"),
+    ("BETA EPS BETA THETA THETA __SLOT1__ THETA ETA __SLOT1__",
+     "beta eps beta theta theta __SLOT1__ theta eta __SLOT1__"),
+    ("__SLOT1__ beta __SLOT1__ theta __SLOT2__ alpha __SLOT2__ eta __SLOT0__ eta alpha __SLOT0__ theta",
+     "__SLOT1__ BETA __SLOT1__ THETA __SLOT2__ ALPHA __SLOT2__ ETA __SLOT0__ ETA ALPHA __SLOT0__ THETA"),
+    ("__SLOT2__ BETA THETA __SLOT2__ ALPHA __SLOT1__ ETA ETA __SLOT1__ ALPHA THETA",
+     "__SLOT2__ beta theta __SLOT2__ alpha __SLOT1__ eta eta __SLOT1__ alpha theta"),
+    ("delta beta zeta alpha alpha alpha alpha eta", "DELTA BETA ZETA ALPHA ALPHA ALPHA ALPHA ETA"),
+    ("DELTA BETA ZETA ALPHA ALPHA ALPHA ALPHA ETA", "delta beta zeta alpha alpha alpha alpha eta"),
+    ("eta __SLOT0__ alpha __SLOT0__ delta __SLOT1__ theta theta __SLOT1__ delta __SLOT2__ zeta __SLOT2__",
+     "ETA __SLOT0__ ALPHA __SLOT0__ DELTA __SLOT1__ THETA THETA __SLOT1__ DELTA __SLOT2__ ZETA __SLOT2__"),
+    ("ETA __SLOT0__ ALPHA DELTA __SLOT0__ THETA THETA __SLOT1__ DELTA __SLOT1__ ZETA",
+     "eta __SLOT0__ alpha delta __SLOT0__ theta theta __SLOT1__ delta __SLOT1__ zeta"),
+    ("delta theta eps alpha eta beta __SLOT1__ gamma __SLOT1__",
+     "DELTA THETA EPS ALPHA ETA BETA __SLOT1__ GAMMA __SLOT1__"),
+    ("DELTA THETA EPS ALPHA ETA BETA GAMMA", "delta theta eps alpha eta beta gamma"),
+    ("beta zeta eta delta eps eps theta eta", "BETA ZETA ETA DELTA EPS EPS THETA ETA"),
+    ("__SLOT2__ BETA __SLOT2__ ZETA ETA DELTA EPS EPS __SLOT1__ THETA __SLOT1__ ETA",
+     "__SLOT2__ beta __SLOT2__ zeta eta delta eps eps __SLOT1__ theta __SLOT1__ eta"),
+]
+BEFORE_SHARDS_SHA256 = "8420902460e81b785015f0f336d332a9b27bced45315d2fb658ef2302ddfe14e"
+
+#: The schema of data-*.parquet that crop-hf train-translation reads (as written before the contract).
+SLOT = pa.struct([("slot", pa.int32()), ("source", pa.string()), ("target", pa.string())])
+DATA_SCHEMA = pa.schema([
+    ("source", pa.string()), ("target", pa.string()), ("src_lang", pa.string()), ("tgt_lang", pa.string()),
+    ("slots", pa.list_(SLOT)), ("source_text", pa.string()), ("target_text", pa.string()),
+    ("phrase_pairs", pa.list_(pa.list_(pa.int32()))), ("origin", pa.string()), ("line", pa.int64()),
+])
+
+
+def test_a_one_chunk_corpus_marks_as_before_the_shards():
+    pairs = [*corpus(4), ParallelPair("", "x", "en", "de", "mem", 4), *corpus(6)[4:]]
+    config = MarkingConfig(max_slots=3, max_phrase_length=2, seed=3, slot_prob=0.7, both_directions=True)
+    result = mark_parallel(pairs, config, aligner=DiagonalAligner())
+    assert list(zip(result.dataset["source"], result.dataset["target"], strict=True)) == BEFORE_SHARDS
+    rows = json.dumps(result.dataset.to_list(), sort_keys=True).encode()
+    assert hashlib.sha256(rows).hexdigest() == BEFORE_SHARDS_SHA256
+    assert dict(result.counts) == {"read": 7, "dropped_empty": 1, "dropped_has_marker": 0, "dropped_too_long": 0,
+                                   "marked_pairs": 6, "slots": 10, "rows": 12}
+
+
+def test_a_resumed_run_gives_the_rows_of_an_uninterrupted_one(tmp_path):
+    config = MarkingConfig(max_slots=3, max_phrase_length=2, seed=3, slot_prob=0.8, align_chunk_size=15)  # 3 chunks
+    whole = mark_parallel(corpus(), config, aligner=DiagonalAligner(), output_dir=tmp_path / "whole", inputs_id="c")
+    with pytest.raises(RuntimeError, match="aligner died"):  # killed while aligning chunk 1
+        mark_parallel(corpus(), config, aligner=CountingAligner(fail_on=2), output_dir=tmp_path / "resumed",
+                      inputs_id="c")
+    assert not list((tmp_path / "resumed").glob("data-*.parquet"))
+    aligner = CountingAligner()
+    resumed = mark_parallel(corpus(), config, aligner=aligner, output_dir=tmp_path / "resumed", inputs_id="c")
+    assert aligner.calls == 2  # chunks 1 and 2: chunk 0 was finished
+    assert resumed.dataset.to_list() == whole.dataset.to_list() and resumed.counts == whole.counts
+    # the first chunk draws from Random(seed), as a corpus of that chunk alone does
+    alone = mark_parallel(corpus()[:15], config, aligner=DiagonalAligner())
+    assert whole.dataset.select(range(15)).to_list() == alone.dataset.to_list()
+
+
+def test_other_inputs_are_marked_afresh_not_taken_from_finished_shards(tmp_path):
+    config = MarkingConfig(max_slots=3, seed=3, align_chunk_size=15)
+    first = corpus()
+    second = [dataclasses.replace(p, source=p.source + " omega", target=p.target + " OMEGA") for p in first]
+    fresh = mark_parallel(second, config, aligner=DiagonalAligner()).dataset.to_list()
+    mark_parallel(first, config, aligner=DiagonalAligner(), output_dir=tmp_path, inputs_id="first")
+    aligner = CountingAligner()
+    other = mark_parallel(second, config, aligner=aligner, output_dir=tmp_path, inputs_id="second")
+    assert aligner.calls == 3 and other.dataset.to_list() == fresh
+    aligner = CountingAligner()
+    assert mark_parallel(second, config, aligner=aligner, output_dir=tmp_path, inputs_id="second").dataset.to_list() \
+        == fresh and aligner.calls == 0  # the same inputs: every chunk was finished
+    # pairs without inputs_id cannot be recognised: every run starts afresh, even with the settings of the last one
+    for pairs in (first, second):
+        aligner = CountingAligner()
+        unknown = mark_parallel(pairs, config, aligner=aligner, output_dir=tmp_path)
+        assert aligner.calls == 3
+    assert unknown.dataset.to_list() == fresh
+
+
+def test_the_function_words_in_the_file_are_part_of_the_fingerprint(tmp_path):
+    words_file = tmp_path / "words.tsv"
+    words_file.write_text("en\talpha\n", encoding="utf-8")
+    config = MarkingConfig(max_slots=3, seed=3, function_words_file=str(words_file))
+    mark_parallel(corpus(), config, aligner=DiagonalAligner(), output_dir=tmp_path / "out", inputs_id="c")
+    words_file.write_text("en\tbeta\n", encoding="utf-8")
+    aligner = CountingAligner()
+    mark_parallel(corpus(), config, aligner=aligner, output_dir=tmp_path / "out", inputs_id="c")
+    assert aligner.calls == 1
+
+
+def test_the_output_folder_data_files_card_and_discarded_pairs(tmp_path):
+    pairs = [*corpus(23), ParallelPair("", "x", "en", "de", "mem", 99)]
+    config = MarkingConfig(max_slots=3, seed=3, shard_size=10, align_chunk_size=15)
+    result = mark_parallel(pairs, config, aligner=DiagonalAligner(), output_dir=tmp_path, inputs_id="pairs")
+    files = sorted(tmp_path.glob("data-*.parquet"))
+    assert [pq.read_metadata(path).num_rows for path in files] == [10, 10, 3]
+    assert all(pq.read_schema(path).equals(DATA_SCHEMA, check_metadata=False) for path in files)
+    assert load_marked_dataset(tmp_path).to_list() == result.dataset.to_list()
+    discarded = datasets.load_from_disk(str(tmp_path / "discarded"))["train"]
+    assert (discarded["reason"], discarded["line"], discarded["target"]) == (["empty"], [99], ["x"])
+    card = (tmp_path / "README.md").read_text(encoding="utf-8")
+    assert "en-de" in card and "dropped_empty" in card and "`phrase_pairs`" in card
+    statistics = json.loads((tmp_path / "statistics.json").read_text(encoding="utf-8"))
+    assert statistics["counts"] == dict(result.counts) and statistics["marking"]["seed"] == 3
+    # shard_size only cuts the rows into files: the finished shards are reused and the old files replaced
+    assert "shard_size" not in result_fields(MarkingConfig) and "align_chunk_size" in result_fields(MarkingConfig)
+    aligner = CountingAligner()
+    again = mark_parallel(pairs, dataclasses.replace(config, shard_size=100), aligner=aligner, output_dir=tmp_path,
+                          inputs_id="pairs")
+    assert aligner.calls == 0 and [p.name for p in tmp_path.glob("data-*.parquet")] == ["data-00000.parquet"]
+    assert again.dataset.to_list() == result.dataset.to_list()

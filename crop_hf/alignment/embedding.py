@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from crop_hf.alignment.symmetrize import Alignment
+from crop_hf.errors import reaching
 
 if TYPE_CHECKING:
     import torch
@@ -94,8 +95,6 @@ class EmbeddingAligner:
     ) -> None:
         if isinstance(model, (str, Path)):
             from transformers import AutoModel, AutoTokenizer
-
-            from crop_hf.errors import reaching
 
             with reaching(model, "alignment encoder"):
                 tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))

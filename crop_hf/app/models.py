@@ -16,7 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crop_hf import demo_models
+from crop_hf.alignment import EflomalAligner, EmbeddingAligner
 from crop_hf.demo_models import PARALLEL_SAMPLE, SAMPLE_CORPUS
+from crop_hf.errors import reaching
+from crop_hf.hub import crop_hf_cache_dir
 
 __all__ = ["PARSER_INTENTS", "PARSER_SLOTS", "TINY_MODELS_VERSION", "AppModels"]
 
@@ -36,8 +40,6 @@ _CORPUS = (*SAMPLE_CORPUS, *(side for pair in PARALLEL_SAMPLE for side in pair),
 
 
 def _tiny(kind: str, folder: Path) -> None:
-    from crop_hf import demo_models
-
     if kind == "mt":
         demo_models.build_tiny_m2m100(folder, corpus=_CORPUS)
     elif kind == "ner":
@@ -73,7 +75,6 @@ class AppModels:
         given = getattr(self, f"{kind}_model")
         if given is not None:
             return given
-        from crop_hf.hub import crop_hf_cache_dir
 
         folder = Path(self.cache_dir or crop_hf_cache_dir()) / f"app-tiny-models-v{TINY_MODELS_VERSION}" / kind
         if not (folder / "config.json").is_file():
@@ -97,8 +98,6 @@ class AppModels:
     def _pipeline(self, kind: str, what: str, task: str, **options: Any) -> Any:
         """The ``task`` pipeline over ``kind``'s model, loaded once; ``what`` names the model in a load error."""
         from transformers import pipeline
-
-        from crop_hf.errors import reaching
 
         def load(path: str):
             with reaching(path, what):
@@ -124,17 +123,12 @@ class AppModels:
     def aligner(self, kind: str):
         """``"embedding"``: SimAlign over ``align_model`` (layer ``align_layer``, at most its depth); ``"eflomal"``."""
         if kind == "eflomal":
-            from crop_hf.alignment import EflomalAligner
-
             return EflomalAligner()
         if kind != "embedding":
             raise ValueError(f"unknown aligner {kind!r}: choose embedding or eflomal")
 
         def load(path: str):
             from transformers import AutoConfig, AutoModel, AutoTokenizer
-
-            from crop_hf.alignment import EmbeddingAligner
-            from crop_hf.errors import reaching
 
             with reaching(path, "alignment encoder (--align_model)"):
                 config = AutoConfig.from_pretrained(path)

@@ -22,10 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crop_hf import seqlogical
+from crop_hf.alignment import parse_pharaoh
 from crop_hf.console import without_subword_heuristic_warning
+from crop_hf.engine.records import entity_spans
 from crop_hf.labels import Span, tags_to_spans
 from crop_hf.markers import SlotMarkers
-from crop_hf.synthesis.stages import entity_spans
+from crop_hf.projection import tokenize_target
+from crop_hf.projection.methods import PROJECTION_METHODS, ProjectionExample, project_examples
+from crop_hf.translation.languages import resolve_languages
 
 __all__ = [
     "ANNOTATION",
@@ -171,8 +175,6 @@ def translate_labeled(models, text: str | None, src_lang: str | None, tgt_lang: 
     is the first whose markers all come back (``hypotheses_tried`` stops there), or the one with
     most entities.
     """
-    from crop_hf.translation.languages import resolve_languages
-
     text = check_text(text, "the sentence", max_words)
     plain, entities = read_annotations(text)
     check_markers(plain, "the sentence")
@@ -248,8 +250,6 @@ def _source(tokens_text: str | None, tags_text: str | None, max_words: int) -> t
 
 
 def _given_alignment(text: str, source_length: int, target_length: int) -> list[tuple[int, int]]:
-    from crop_hf.alignment import parse_pharaoh
-
     try:
         pairs = [tuple(pair) for pair in parse_pharaoh(text)]
     except ValueError as error:
@@ -272,9 +272,6 @@ def project_labels(models, source_tokens: str | None, source_tags: str | None, t
     typed in ``alignment`` (Pharaoh ``i-j`` pairs) or one computed by ``aligner`` (``embedding``:
     SimAlign over the alignment encoder; ``eflomal``).
     """
-    from crop_hf.projection import tokenize_target
-    from crop_hf.projection.methods import PROJECTION_METHODS, ProjectionExample, project_examples
-
     tokens, tags = _source(source_tokens, source_tags, max_words)
     target = check_text(target, "the target sentence", max_words)
     check_markers(" ".join(tokens), "the source tokens")

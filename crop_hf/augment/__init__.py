@@ -6,7 +6,10 @@
   parses turns English parses into new code-switched ones, filtered (``crop-hf generate-filter``).
 
 Both read English parses with :func:`crop_hf.augment.inputs.iter_parse_inputs` and count every
-dropped input with a reason and the line it came from.
+dropped input with a reason and the line it came from. Both are corpus jobs
+(:class:`~crop_hf.engine.jobs.CorpusJob`: ``TranslateAlignJob``, ``GenerateFilterJob``): resumable
+shards, typed kept and dropped rows, ``dataset/``, ``discarded/``, ``statistics.json`` and a card
+(:func:`crop_hf.augment.card.augmentation_card`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """CSTOP's generate-and-filter (section 6.2): a seq2seq model turns English parses into code-switched ones.
 
-1. **Pairs.** For each code-switched parse of a few-shot set (CSTOP_100: :mod:`crop_hf.parsing.fewshot`)
+1. **Pairs.** For each code-switched parse of a few-shot set (CSTOP_100: :mod:`crop_hf.data.fewshot`)
    the ``top_k`` English parses of a pool with the same *signature* (the intent and the multiset
    of slot labels, :func:`signature`), nearest by Levenshtein distance over words (rapidfuzz), are
    paired with it (:func:`neighbour_pairs`).
@@ -15,29 +15,39 @@
 The augmented set is the few-shot set plus what survives (``origin`` says which), with the
 English source of each generation.
 
+The run is a :class:`GenerateFilterJob` on the corpus-job contract (:mod:`crop_hf.engine.jobs`):
+its shards are the English parses generated from (``shard_size`` each); each shard is generated
+and filtered, written atomically, and skipped by a rerun with the same settings. The inputs are
+read and the few-shot set drawn once per run; the generator is fine-tuned once, and only when a
+shard is left to generate. An earlier shard's generation repeated in a later one is dropped as
+``duplicate`` at the merge, so the kept set does not depend on the shard size.
+
 >>> signature("[IN:PLAY_MUSIC play [SL:ARTIST a ] and [SL:ARTIST b ] [SL:GENRE jazz ] ]")
 ('PLAY_MUSIC', ('ARTIST', 'ARTIST', 'GENRE'))
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import shlex
-import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from crop_hf.augment.inputs import BadParse, ParseInput, iter_parse_inputs, read_parse
+from crop_hf.arguments import changes_results
+from crop_hf.augment.inputs import BadParse, iter_parse_inputs, read_parse
+from crop_hf.engine.jobs import CorpusJob, ShardResult, result_arguments, run_job
+from crop_hf.engine.shards import row_descriptions, shards_of
 from crop_hf.seqlogical import FlatParse, parse, to_flat
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FILTER_REASONS", "GenerateFilterConfig", "filter_generations", "fine_tune", "generate",
-           "generate_and_filter", "neighbour_pairs", "signature"]
+__all__ = ["FILTER_REASONS", "GENERATE_FILTER_REASONS", "INPUT_REASONS", "AugmentedParse", "DiscardedParse",
+           "GenerateFilterConfig", "GenerateFilterJob", "GenerateFilterResult", "GenerationPlan", "filter_generations",
+           "fine_tune", "generate", "generate_and_filter", "judge_generations", "neighbour_pairs", "read_plan",
+           "signature"]
 
 #: Why an input record is not used (bad input), counted per input.
 INPUT_REASONS: dict[str, str] = {
@@ -53,6 +63,43 @@ FILTER_REASONS: dict[str, str] = {
     "signature_changed": "its intent or multiset of slot labels differs from the English source's",
     "duplicate": "an earlier generation is the same parse",
 }
+
+#: Every reason a record is dropped: an input's (counted when the inputs are read), then a generation's.
+GENERATE_FILTER_REASONS: dict[str, str] = {**INPUT_REASONS, **FILTER_REASONS}
+
+#: What ``statistics.json`` counts beyond the reasons, and what each count is (the card explains them).
+COUNTS: dict[str, str] = {"few_shot": "code-switched parses in the few-shot set", "english": "usable English parses",
+                          "pairs": "(English, code-switched) training pairs", "sources": "English parses generated from",
+                          "generated": "generations"}
+
+
+@dataclass
+class AugmentedParse:
+    """A row of the augmented set (``dataset/``): a parse of the few-shot set or a kept generation."""
+
+    utterance: str = field(metadata={"help": "the words of the parse"})
+    tokens: list[str] = field(metadata={"help": "the words of `parse`"})
+    intent: str = field(metadata={"help": "intent name"})
+    slot_tags: list[str] = field(metadata={"help": "IOB2 slot tags"})
+    parse: str = field(metadata={"help": "the bracket parse"})
+    origin: str = field(metadata={"help": "`few_shot` or `generated`"})
+    source_parse: str = field(metadata={"help": "the English parse it was generated from"})
+
+    @classmethod
+    def of(cls, flat: FlatParse, origin: str, source_parse: str = "") -> AugmentedParse:
+        """The row of a flat parse (written canonically)."""
+        return cls(utterance=" ".join(flat.tokens), tokens=list(flat.tokens), intent=flat.intent,
+                   slot_tags=list(flat.slot_tags), parse=str(flat.to_tree()), origin=origin, source_parse=source_parse)
+
+
+@dataclass
+class DiscardedParse:
+    """An input parse that could not be used, or a generation the filter dropped (a row of ``discarded/``)."""
+
+    generation: str = field(metadata={"help": "the generation (empty for an input parse)"})
+    source_parse: str = field(metadata={"help": "the English parse generated from, or the input parse as read"})
+    reason: str = field(metadata={"help": "why it was dropped (:data:`GENERATE_FILTER_REASONS`)"})
+    detail: str = field(metadata={"help": "where and what exactly went wrong"})
 
 
 def signature(parse_or_flat: str | FlatParse) -> tuple[str, tuple[str, ...]]:
@@ -86,23 +133,17 @@ def neighbour_pairs(code_switched: Sequence[FlatParse], english: Sequence[FlatPa
     return pairs
 
 
-def filter_generations(sources: Sequence[str], generations: Sequence[Sequence[str]],
-                       few_shot: Sequence[str]) -> tuple[list[dict], list[dict], Counter]:
-    """Judge each generation of each English source parse; returns ``(kept rows, discarded rows, counts)``.
-
-    >>> kept, dropped, counts = filter_generations(
-    ...     ["[IN:A stop [SL:X timer ] ]"],
-    ...     [["[IN:A roko [SL:X timer ] ]", "[IN:A roko timer ]", "[IN:A roko [SL:X timer ]"]], few_shot=[])
-    >>> [row["parse"] for row in kept], dict(counts)
-    (['[IN:A roko [SL:X timer ] ]'], {'signature_changed': 1, 'invalid_tree': 1})
-    """
+def judge_generations(sources: Sequence[str], generations: Sequence[Sequence[str]],
+                      few_shot: Sequence[str]) -> ShardResult[AugmentedParse, DiscardedParse]:
+    """Judge each generation of each English source parse (the step of one shard): kept rows, dropped
+    rows with their reason, and the count of generations (``generated``)."""
     seen = {str(parse(p)) for p in few_shot}
     produced: set[str] = set()
-    kept: list[dict] = []
-    discarded: list[dict] = []
+    result: ShardResult[AugmentedParse, DiscardedParse] = ShardResult([], [], {"generated": 0})
     for source, outputs in zip(sources, generations, strict=True):
         wanted = signature(source)
         for text in outputs:
+            result.counts["generated"] += 1
             reason, flat = None, None
             try:
                 flat = to_flat(parse(text))
@@ -117,60 +158,145 @@ def filter_generations(sources: Sequence[str], generations: Sequence[Sequence[st
                 elif canonical in produced:
                     reason, detail = "duplicate", ""
             if reason is not None:
-                discarded.append({"generation": text, "source_parse": source, "reason": reason, "detail": detail})
+                result.dropped.append(DiscardedParse(generation=text, source_parse=source, reason=reason, detail=detail))
                 continue
             produced.add(canonical)
-            kept.append({"utterance": " ".join(flat.tokens), "tokens": flat.tokens, "intent": flat.intent,
-                         "slot_tags": flat.slot_tags, "parse": canonical, "origin": "generated",
-                         "source_parse": source})
-    return kept, discarded, Counter(row["reason"] for row in discarded)
+            result.kept.append(AugmentedParse.of(flat, "generated", source))
+    return result
+
+
+def filter_generations(sources: Sequence[str], generations: Sequence[Sequence[str]],
+                       few_shot: Sequence[str]) -> tuple[list[dict], list[dict], Counter]:
+    """:func:`judge_generations` as rows: ``(kept rows, discarded rows, counts per reason)``.
+
+    >>> kept, dropped, counts = filter_generations(
+    ...     ["[IN:A stop [SL:X timer ] ]"],
+    ...     [["[IN:A roko [SL:X timer ] ]", "[IN:A roko timer ]", "[IN:A roko [SL:X timer ]"]], few_shot=[])
+    >>> [row["parse"] for row in kept], dict(counts)
+    (['[IN:A roko [SL:X timer ] ]'], {'signature_changed': 1, 'invalid_tree': 1})
+    """
+    result = judge_generations(sources, generations, few_shot)
+    return ([asdict(row) for row in result.kept], [asdict(row) for row in result.dropped],
+            Counter(row.reason for row in result.dropped))
 
 
 @dataclass
 class GenerateFilterConfig:
-    """What generate-and-filter reads, the generator and its training, and where it writes."""
+    """What generate-and-filter reads, the generator and its training, and where it writes.
 
-    few_shot: str = field(metadata={"help": "Code-switched parses: a TSV or a source spec "
-                                            "(hinglish_top?data_dir=DIR reads its code-switched 'parse' column)."})
-    english: str = field(metadata={"help": "English parses: a TSV or a source spec (hinglish_top?data_dir=DIR "
-                                           "reads en_parse)."})
-    output_dir: str = field(metadata={"help": "Folder for dataset/, discarded/, statistics.json and README.md."})
+    The fields that change results are marked (:func:`~crop_hf.arguments.changes_results`); left
+    out: output_dir, overwrite_output_dir, lang (the run's one key: its shards have their own
+    folder), cpu (where the generator runs), save_model and show_progress. ``shard_size`` is
+    marked: the kept set does not depend on it, but a finished shard's number names its sources
+    only for one shard size.
+    """
+
+    few_shot: str = field(metadata=changes_results({
+        "help": "Code-switched parses: a TSV or a source spec (hinglish_top?data_dir=DIR reads its code-switched "
+                "'parse' column)."}))
+    english: str = field(metadata=changes_results({
+        "help": "English parses: a TSV or a source spec (hinglish_top?data_dir=DIR reads en_parse)."}))
+    output_dir: str = field(metadata={"help": "Folder for shards, dataset/, discarded/, statistics.json and README.md."})
+    overwrite_output_dir: bool = field(
+        default=False, metadata={"help": "Replace a finished result of other settings in output_dir (without it, "
+                                         "such a folder is an error; the same settings resume)."})
     lang: str = field(default="hi", metadata={"help": "Language code mixed with English in the few-shot set "
                                                       "(hi: Hinglish, es: CSTOP's Spanglish); for the card."})
-    few_shot_split: str = field(default="train", metadata={"help": "Split of the few-shot source."})
-    english_split: str = field(default="train", metadata={"help": "Split of the English source."})
-    few_shot_parse_column: str = field(default="parse", metadata={"help": "Column of the code-switched parse."})
-    english_parse_column: str | None = field(default=None, metadata={"help": "Column of the English parse "
-                                                                              "(default en_parse, then parse)."})
-    few_shot_size: int = field(default=100, metadata={"help": "Draw a CSTOP_100-style sample of this many rows "
-                                                               "covering every intent and slot (0: use all rows)."})
-    few_shot_seed: int = field(default=0, metadata={"help": "Seed of the few-shot draw (CSTOP: 0, 1, 2)."})
-    model: str = field(default="facebook/bart-base", metadata={"help": "Seq2seq generator to fine-tune."})
-    top_k: int = field(default=10, metadata={"help": "English neighbours per code-switched parse."})
-    num_beams: int = field(default=5, metadata={"help": "Beams of the generation."})
-    num_return_sequences: int = field(default=1, metadata={"help": "Generations kept per English source."})
-    max_sources: int | None = field(default=None, metadata={"help": "Generate from at most this many English parses."})
-    epochs: int = field(default=10, metadata={"help": "Fine-tuning epochs."})
-    learning_rate: float = field(default=5e-5, metadata={"help": "AdamW learning rate."})
-    batch_size: int = field(default=16, metadata={"help": "Batch size of fine-tuning and generation."})
-    max_length: int = field(default=128, metadata={"help": "Longest parse, in model tokens."})
-    seed: int = field(default=0, metadata={"help": "Seed of fine-tuning."})
+    few_shot_split: str = field(default="train", metadata=changes_results({"help": "Split of the few-shot source."}))
+    english_split: str = field(default="train", metadata=changes_results({"help": "Split of the English source."}))
+    few_shot_parse_column: str = field(default="parse", metadata=changes_results({
+        "help": "Column of the code-switched parse."}))
+    english_parse_column: str | None = field(default=None, metadata=changes_results({
+        "help": "Column of the English parse (default en_parse, then parse)."}))
+    few_shot_size: int = field(default=100, metadata=changes_results({
+        "help": "Draw a CSTOP_100-style sample of this many rows covering every intent and slot (0: use all rows)."}))
+    few_shot_seed: int = field(default=0, metadata=changes_results({
+        "help": "Seed of the few-shot draw (CSTOP: 0, 1, 2)."}))
+    model: str = field(default="facebook/bart-base", metadata=changes_results({
+        "help": "Seq2seq generator to fine-tune."}))
+    top_k: int = field(default=10, metadata=changes_results({"help": "English neighbours per code-switched parse."}))
+    num_beams: int = field(default=5, metadata=changes_results({"help": "Beams of the generation."}))
+    num_return_sequences: int = field(default=1, metadata=changes_results({
+        "help": "Generations kept per English source."}))
+    max_sources: int | None = field(default=None, metadata=changes_results({
+        "help": "Generate from at most this many English parses."}))
+    shard_size: int = field(default=1000, metadata=changes_results({
+        "help": "English parses generated from per resumable shard."}))
+    epochs: int = field(default=10, metadata=changes_results({"help": "Fine-tuning epochs."}))
+    learning_rate: float = field(default=5e-5, metadata=changes_results({"help": "AdamW learning rate."}))
+    batch_size: int = field(default=16, metadata=changes_results({"help": "Batch size of fine-tuning and generation."}))
+    max_length: int = field(default=128, metadata=changes_results({"help": "Longest parse, in model tokens."}))
+    seed: int = field(default=0, metadata=changes_results({"help": "Seed of fine-tuning."}))
     cpu: bool = field(default=False, metadata={"help": "Train on the CPU even when an accelerator is there."})
     save_model: bool = field(default=False, metadata={"help": "Save the fine-tuned generator under output_dir/generator."})
+    show_progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
+
+    def __post_init__(self) -> None:
+        if self.shard_size < 1:
+            raise ValueError(f"shard_size must be positive, got {self.shard_size}")
 
     def settings(self) -> dict[str, Any]:
-        return {name: value for name, value in asdict(self).items() if name != "output_dir"}
+        """Every setting that changes the output (the fields marked so): the card's settings and the fingerprint."""
+        return result_arguments(self)
 
 
-def _read(source: Any, split: str, column: str | None, drop: Callable[[str, ParseInput, str], None]
-          ) -> list[tuple[ParseInput, FlatParse]]:
+def _read(source: Any, split: str, column: str | None, dropped: list[DiscardedParse]) -> list[FlatParse]:
+    """The flat parses of ``source``; each one that does not read is appended to ``dropped`` (and logged)."""
     rows = []
     for item in iter_parse_inputs(source, split=split, parse_column=column):
         try:
-            rows.append((item, read_parse(item)))
+            rows.append(read_parse(item))
         except BadParse as error:
-            drop(error.reason, item, str(error))
+            dropped.append(DiscardedParse(generation="", source_parse=item.parse, reason=error.reason,
+                                          detail=str(error)))
+            logger.warning("skipped %s", error)
     return rows
+
+
+@dataclass
+class GenerationPlan:
+    """What a run reads once: the few-shot set, the English pool, the training pairs, the sources, the bad input."""
+
+    few_shot: list[FlatParse]
+    english: list[FlatParse]
+    pairs: list[tuple[int, int]]
+    #: the English parses generated from (canonical), in pool order
+    sources: list[str]
+    #: input parses that could not be read (``discarded/`` holds them first)
+    dropped: list[DiscardedParse]
+
+    @cached_property
+    def few_shot_parses(self) -> list[str]:
+        return [str(flat.to_tree()) for flat in self.few_shot]
+
+    def training_pairs(self) -> list[tuple[str, str]]:
+        """``(English parse, code-switched parse)`` texts to fine-tune on."""
+        return [(str(self.english[j].to_tree()), self.few_shot_parses[i]) for i, j in self.pairs]
+
+
+def read_plan(config: GenerateFilterConfig, few_shot: Any = None, english: Any = None) -> GenerationPlan:
+    """Read both sides (``few_shot``/``english`` replace the configured sources), draw the few-shot set, pair
+    it with its English neighbours and pick the sources: the English parses whose signature the few-shot set
+    knows (the generator never saw others), at most ``config.max_sources``."""
+    from crop_hf.data.fewshot import few_shot_indices
+
+    dropped: list[DiscardedParse] = []
+    cs_flat = _read(few_shot if few_shot is not None else config.few_shot, config.few_shot_split,
+                    config.few_shot_parse_column, dropped)
+    en_flat = _read(english if english is not None else config.english, config.english_split,
+                    config.english_parse_column, dropped)
+    if not cs_flat or not en_flat:
+        counts = dict(Counter(row.reason for row in dropped))
+        raise ValueError(f"no usable parses: {len(cs_flat)} code-switched, {len(en_flat)} English ({counts})")
+    if config.few_shot_size:
+        chosen = few_shot_indices([f.intent for f in cs_flat], [f.slot_tags for f in cs_flat],
+                                  n=config.few_shot_size, seed=config.few_shot_seed)
+        cs_flat = [cs_flat[i] for i in chosen]
+    pairs = neighbour_pairs(cs_flat, en_flat, config.top_k)
+    wanted = {signature(f) for f in cs_flat}
+    sources = [str(f.to_tree()) for f in en_flat if signature(f) in wanted][: config.max_sources]
+    logger.info("%d few-shot parses, %d training pairs, %d English sources", len(cs_flat), len(pairs), len(sources))
+    return GenerationPlan(cs_flat, en_flat, pairs, sources, dropped)
 
 
 def fine_tune(pairs: Sequence[tuple[str, str]], config: GenerateFilterConfig):
@@ -185,11 +311,11 @@ def fine_tune(pairs: Sequence[tuple[str, str]], config: GenerateFilterConfig):
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, DataCollatorForSeq2Seq
 
-    from crop_hf.engine.arguments import TrainingArguments
+    from crop_hf.engine.arguments import TrainingLoopArguments
     from crop_hf.engine.training import TrainingTask, start, train
 
     steps = config.epochs * math.ceil(len(pairs) / config.batch_size)
-    args = TrainingArguments(output_dir=str(Path(config.output_dir) / "generator"),
+    args = TrainingLoopArguments(output_dir=str(Path(config.output_dir) / "generator"),
                              per_device_train_batch_size=config.batch_size, learning_rate=config.learning_rate,
                              num_train_epochs=config.epochs, warmup_steps=min(100, steps // 10), seed=config.seed,
                              show_progress=False)
@@ -228,6 +354,8 @@ class GenerateFilterResult:
 
     output_dir: Path
     statistics: dict[str, int]
+    #: the finished shards of this process a resumed run skipped
+    skipped_shards: int = 0
 
     def table(self) -> str:
         from crop_hf.tables import format_table
@@ -238,108 +366,169 @@ class GenerateFilterResult:
         return f"{self.table()}\n\ndataset: {self.output_dir / 'dataset'}\ncard: {self.output_dir / 'README.md'}"
 
 
+class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilterResult]):
+    """Generate-and-filter on the corpus-job contract: one key (``config.lang``), whose shards are the
+    English parses generated from (``config.shard_size`` each), saved as the split ``train``.
+
+    The inputs are read once (:func:`read_plan`, at the start: bad input is reported first). The
+    generator is fine-tuned at the start too, and only when a shard is left to generate: a rerun
+    whose every shard is finished never fine-tunes, and under ``torchrun`` every process joins the
+    (collective) fine-tuning or none does. ``generator`` (English parses → generations each)
+    replaces fine-tuning and generation. The merge puts the few-shot parses first in ``dataset/``
+    and the unusable input parses first in ``discarded/``, and drops as ``duplicate`` a generation
+    an earlier shard kept.
+    """
+
+    name = "generate-filter"
+    reasons = GENERATE_FILTER_REASONS
+    kept_type = AugmentedParse
+    dropped_type = DiscardedParse
+    unit = "source"
+    extra_counts = ("generated",)
+
+    def __init__(self, config: GenerateFilterConfig, generator: Callable[[list[str]], list[list[str]]] | None = None,
+                 few_shot: Any = None, english: Any = None) -> None:
+        super().__init__(config, {"few_shot": few_shot, "english": english})
+        self.generator = generator
+        self.model = self.tokenizer = None  # the fine-tuned generator, once trained
+        self.repeated = 0  # generations an earlier shard had kept, dropped at the merge
+
+    @cached_property
+    def plan(self) -> GenerationPlan:
+        return read_plan(self.config, self.inputs["few_shot"], self.inputs["english"])
+
+    def before_run(self) -> None:
+        self.plan  # noqa: B018 - read now: bad input is reported, and empty input refused, before anything else
+        key = self.config.lang
+        if self.generator is not None or all(self.store.is_done(key, index) for index, _ in self.shards(key)):
+            return  # nothing to fine-tune, or nothing left to generate
+        from crop_hf.engine.shards import check_output_dir
+
+        # run_sharded checks the folder too, but after this hook: not after minutes of fine-tuning.
+        # Every process sees the same shards here: none can finish one before all have joined the training.
+        check_output_dir(self.store, self.shard_keys(), overwrite=self.config.overwrite_output_dir)
+        self.train_generator()
+
+    def train_generator(self) -> None:
+        """Fine-tune the generator on the plan's pairs (once per run)."""
+        if self.model is None:
+            self.model, self.tokenizer = fine_tune(self.plan.training_pairs(), self.config)
+
+    def shard_keys(self) -> list[str]:
+        return [self.config.lang]
+
+    def split(self, key: str) -> str:
+        return "train"
+
+    def shards(self, key: str):
+        return shards_of(self.plan.sources, self.config.shard_size)
+
+    def process(self, key: str, index: int, items: Sequence[str], status: Any) -> ShardResult:
+        sources = list(items)
+        if self.generator is not None:
+            generations = self.generator(sources)
+        else:
+            self.train_generator()  # done by before_run already
+            config = self.config
+            generations = generate(self.model, self.tokenizer, sources, num_beams=config.num_beams,
+                                   num_return_sequences=config.num_return_sequences, batch_size=config.batch_size,
+                                   max_length=config.max_length)
+        return judge_generations(sources, generations, self.plan.few_shot_parses)
+
+    def write_outputs(self, statistics: Mapping[str, Mapping[str, float]]) -> None:
+        import datasets
+
+        from crop_hf.engine.shards import save_dataset_dict
+
+        finished = list(self.store.finished(self.config.lang))
+        generated = _merge_generations(finished, True, self.kept_features())
+        first: dict[str, int] = {}
+        repeated = []  # each shard filtered its own duplicates; these repeat an earlier shard's
+        for index, (text, source) in enumerate(zip(generated["parse"], generated["source_parse"], strict=True)):
+            if text in first:
+                repeated.append(DiscardedParse(generation=text, source_parse=source, reason="duplicate", detail=""))
+            else:
+                first[text] = index
+        self.repeated = len(repeated)
+        few_shot = [AugmentedParse.of(flat, "few_shot") for flat in self.plan.few_shot]
+        kept = datasets.concatenate_datasets([_dataset(few_shot, self.kept_features()),
+                                              generated.select(sorted(first.values()))])
+        dropped = datasets.concatenate_datasets([
+            _dataset(self.plan.dropped, self.dropped_features()),
+            _merge_generations(finished, False, self.dropped_features()), _dataset(repeated, self.dropped_features())])
+        save_dataset_dict(datasets.DatasetDict({"train": kept}), self.output_dir / "dataset")
+        save_dataset_dict(datasets.DatasetDict({"train": dropped}), self.output_dir / "discarded")
+
+    def statistics_record(self, statistics: Mapping[str, Mapping[str, float]]) -> dict[str, int]:
+        """The funnel: the plan's counts, the generations, each reason, the kept generations (after the merge)."""
+        counts, plan = statistics[self.config.lang], self.plan
+        inputs = Counter(row.reason for row in plan.dropped)
+        filtered = {reason: counts[reason] for reason in FILTER_REASONS}
+        filtered["duplicate"] += self.repeated
+        return {"few_shot": len(plan.few_shot), "english": len(plan.english), "pairs": len(plan.pairs),
+                "sources": len(plan.sources), "generated": counts["generated"],
+                **{reason: inputs[reason] for reason in INPUT_REASONS}, **filtered, "kept": counts["kept"] - self.repeated}
+
+    def card(self, statistics: Mapping[str, Mapping[str, float]], *, command_line: str) -> str:
+        from crop_hf.augment.card import augmentation_card
+
+        config, record = self.config, self.statistics_record(statistics)
+        return augmentation_card(
+            recipe="generate-and-filter",
+            description=(f"`{config.model}` was fine-tuned to turn English parses into code-switched ones on "
+                         f"{record['pairs']} pairs (each few-shot parse with its {config.top_k} nearest English "
+                         "parses of the same signature), generated with beam search from English parses, and the "
+                         "generations were filtered. The dataset holds the few-shot parses and the kept generations "
+                         "(`origin`)."),
+            languages=[config.lang, "en"], models={"generator": config.model}, counts=record,
+            reasons={**COUNTS, **GENERATE_FILTER_REASONS, "kept": "generations kept"},
+            features=row_descriptions(AugmentedParse), command_line=command_line, settings=config.settings(),
+            source=config.few_shot)
+
+    def after_merge(self, statistics: Mapping[str, Mapping[str, float]]) -> None:
+        if not self.config.save_model:
+            return
+        if self.model is not None:
+            self.model.save_pretrained(self.output_dir / "generator")
+            self.tokenizer.save_pretrained(self.output_dir / "generator")
+        elif self.generator is None:
+            logger.warning("save_model: every shard was finished by an earlier run, so no generator was fine-tuned "
+                           "in this one (an earlier run with save_model saved its own under %s)",
+                           self.output_dir / "generator")
+
+    def result(self, statistics: Mapping[str, Mapping[str, float]], skipped: Mapping[str, int]) -> GenerateFilterResult:
+        record = self.statistics_record(statistics) if statistics else {}
+        return GenerateFilterResult(self.output_dir, record, skipped_shards=skipped[self.config.lang])
+
+
+def _merge_generations(finished: Sequence[Any], kept: bool, features: Any) -> Any:
+    """:func:`~crop_hf.engine.shards.merge_shards` of shards whose rows are generations, not inputs.
+
+    A source gives ``num_return_sequences`` generations, or none: a shard's rows are not its
+    inputs (each shard goes in with its row count as ``input``, for a ``merge_shards`` that counts
+    dropped rows as ``input - kept``), and a shard without rows is a file without columns (left out).
+    """
+    from crop_hf.engine.shards import merge_shards
+
+    shards = []
+    for index, path, stats in finished:
+        rows = stats["kept"] + sum(stats.get(reason, 0) for reason in GENERATE_FILTER_REASONS)
+        if rows:
+            shards.append((index, path, {**stats, "input": rows}))
+    return merge_shards(shards, kept, features)
+
+
+def _dataset(rows: Sequence[Any], features: Any) -> Any:
+    """``rows`` (dataclasses) as a ``Dataset`` of ``features``, empty or not."""
+    import datasets
+
+    return datasets.Dataset.from_dict({name: [getattr(row, name) for row in rows] for name in features},
+                                      features=features)
+
+
 def generate_and_filter(config: GenerateFilterConfig, *, generator: Callable[[list[str]], list[list[str]]] | None = None,
                         few_shot: Any = None, english: Any = None) -> GenerateFilterResult:
-    """Run the whole recipe; ``generator`` (English parses → generations each) replaces fine-tuning
-    and generation, and ``few_shot``/``english`` replace the configured sources (``Dataset``s)."""
-    import datasets
-
-    from crop_hf.parsing.fewshot import few_shot_indices
-
-    input_counts: Counter = Counter()
-    bad: list[dict] = []
-
-    def drop(reason: str, item: ParseInput, message: str) -> None:
-        input_counts[reason] += 1
-        bad.append({"generation": "", "source_parse": item.parse, "reason": reason, "detail": message})
-        logger.warning("skipped %s", message)
-
-    cs_rows = _read(few_shot if few_shot is not None else config.few_shot, config.few_shot_split,
-                    config.few_shot_parse_column, drop)
-    en_rows = _read(english if english is not None else config.english, config.english_split,
-                    config.english_parse_column, drop)
-    if not cs_rows or not en_rows:
-        raise ValueError(f"no usable parses: {len(cs_rows)} code-switched, {len(en_rows)} English ({dict(input_counts)})")
-    if config.few_shot_size:
-        chosen = few_shot_indices([f.intent for _, f in cs_rows], [f.slot_tags for _, f in cs_rows],
-                                  n=config.few_shot_size, seed=config.few_shot_seed)
-        cs_rows = [cs_rows[i] for i in chosen]
-    cs_flat = [flat for _, flat in cs_rows]
-    en_flat = [flat for _, flat in en_rows]
-    pairs = neighbour_pairs(cs_flat, en_flat, config.top_k)
-    few_shot_parses = [str(f.to_tree()) for f in cs_flat]
-    wanted = {signature(f) for f in cs_flat}
-    # Sources: English parses whose signature the few-shot set knows (the generator never saw others).
-    sources = [str(f.to_tree()) for f in en_flat if signature(f) in wanted][: config.max_sources]
-    logger.info("%d few-shot parses, %d training pairs, %d English sources", len(cs_flat), len(pairs), len(sources))
-    model = None
-    if generator is None:
-        model, tokenizer = fine_tune([(str(en_flat[j].to_tree()), few_shot_parses[i]) for i, j in pairs], config)
-        generations = generate(model, tokenizer, sources, num_beams=config.num_beams,
-                               num_return_sequences=config.num_return_sequences, batch_size=config.batch_size,
-                               max_length=config.max_length)
-    else:
-        generations = generator(sources)
-    kept, discarded, counts = filter_generations(sources, generations, few_shot_parses)
-
-    statistics = {"few_shot": len(cs_flat), "english": len(en_flat), "pairs": len(pairs), "sources": len(sources),
-                  "generated": sum(len(g) for g in generations),
-                  **{reason: input_counts[reason] for reason in INPUT_REASONS},
-                  **{reason: counts[reason] for reason in FILTER_REASONS}, "kept": len(kept)}
-    output = Path(config.output_dir)
-    few_rows = [{"utterance": " ".join(f.tokens), "tokens": f.tokens, "intent": f.intent,
-                 "slot_tags": f.slot_tags, "parse": str(f.to_tree()), "origin": "few_shot", "source_parse": ""}
-                for item, f in cs_rows]
-    features = _features()
-    augmented = datasets.Dataset.from_list(few_rows + kept, features=features)
-    dropped = datasets.Dataset.from_list(bad + discarded, features=_discarded_features()) if bad + discarded else \
-        datasets.Dataset.from_dict({name: [] for name in _discarded_features()}, features=_discarded_features())
-    _save(output, augmented, dropped, statistics, config)
-    if model is not None and config.save_model:
-        model.save_pretrained(output / "generator")
-        tokenizer.save_pretrained(output / "generator")
-    return GenerateFilterResult(output, statistics)
-
-
-def _features():
-    import datasets
-
-    string, strings = datasets.Value("string"), datasets.List(datasets.Value("string"))
-    return datasets.Features({"utterance": string, "tokens": strings, "intent": string, "slot_tags": strings,
-                              "parse": string, "origin": string, "source_parse": string})
-
-
-def _discarded_features():
-    import datasets
-
-    return datasets.Features({name: datasets.Value("string") for name in
-                              ("generation", "source_parse", "reason", "detail")})
-
-
-def _save(output: Path, augmented, dropped, statistics: dict[str, int], config: GenerateFilterConfig) -> None:
-    import datasets
-
-    from crop_hf.engine.shards import atomic_write_bytes, save_dataset_dict
-    from crop_hf.hub import augmentation_card
-
-    output.mkdir(parents=True, exist_ok=True)
-    save_dataset_dict(datasets.DatasetDict({"train": augmented}), output / "dataset")
-    save_dataset_dict(datasets.DatasetDict({"train": dropped}), output / "discarded")
-    atomic_write_bytes(output / "statistics.json", json.dumps(statistics, indent=2).encode("utf-8"))
-    reasons = {"few_shot": "code-switched parses in the few-shot set", "english": "usable English parses",
-               "pairs": "(English, code-switched) training pairs", "sources": "English parses generated from",
-               "generated": "generations", **INPUT_REASONS, **FILTER_REASONS, "kept": "generations kept"}
-    card = augmentation_card(
-        recipe="generate-and-filter",
-        description=(f"`{config.model}` was fine-tuned to turn English parses into code-switched ones on "
-                     f"{statistics['pairs']} pairs (each few-shot parse with its {config.top_k} nearest English "
-                     "parses of the same signature), generated with beam search from English parses, and the "
-                     "generations were filtered. The dataset holds the few-shot parses and the kept generations "
-                     "(`origin`)."),
-        languages=[config.lang, "en"], models={"generator": config.model}, counts=statistics, reasons=reasons,
-        features={"utterance": "the words of the parse", "tokens": "the words of `parse`", "intent": "intent name",
-                  "slot_tags": "IOB2 slot tags", "parse": "the bracket parse",
-                  "origin": "`few_shot` or `generated`", "source_parse": "the English parse it was generated from"},
-        command_line=shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]), settings=config.settings(),
-        source=config.few_shot)
-    atomic_write_bytes(output / "README.md", card.encode("utf-8"))
+    """Run the whole recipe (:class:`GenerateFilterJob`), resuming finished shards; ``generator`` (English
+    parses → generations each) replaces fine-tuning and generation, and ``few_shot``/``english`` replace
+    the configured sources (``Dataset``s)."""
+    return run_job(GenerateFilterJob(config, generator, few_shot, english))

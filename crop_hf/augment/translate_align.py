@@ -17,34 +17,36 @@ its ``en_*`` columns, ``cstop``/``top``, or a ``datasets.Dataset``):
 
 Every input is either kept (an :class:`AlignedParse`) or dropped with one reason (a
 :class:`DroppedParse`), counted (:data:`TRANSLATE_ALIGN_REASONS`); a dropped row keeps where it
-came from (``file:line`` or ``split:row``) and why. Shards are written atomically and a rerun
-resumes; several processes (``accelerate launch``) share the shards as in ``crop-hf synthesize``
-(:func:`crop_hf.engine.shards.run_sharded`).
+came from (``file:line`` or ``split:row``) and why. A parse goes through the steps as a
+:class:`ParseRecord`, whose first drop reason wins. The run is a :class:`TranslateAlignJob` on the
+corpus-job contract (:mod:`crop_hf.engine.jobs`): shards are written atomically and a rerun
+resumes; several processes (``accelerate launch``) share the shards as in ``crop-hf synthesize``.
 """
 
 from __future__ import annotations
 
-import json
+import itertools
 import logging
-import shlex
-import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from functools import cache, partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
 from crop_hf.alignment.symmetrize import DEFAULT_SYMMETRIZATION, check_symmetrization
+from crop_hf.arguments import changes_results
 from crop_hf.augment.inputs import BadParse, ParseInput, iter_parse_inputs, read_parse
-from crop_hf.engine.shards import row_descriptions, row_features
+from crop_hf.engine.jobs import CorpusJob, ShardResult, result_arguments, run_job
+from crop_hf.engine.shards import row_descriptions, shards_of
 from crop_hf.labels import Span, spans_to_tags, tags_to_spans
-from crop_hf.seqlogical import from_flat, parse, to_flat
+from crop_hf.seqlogical import FlatParse, from_flat, parse, to_flat
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TRANSLATE_ALIGN_REASONS", "AlignedParse", "DroppedParse", "TranslateAlignConfig", "TranslateAlignModels",
-           "TranslateAlignResult", "process_batch", "translate_align"]
+__all__ = ["TRANSLATE_ALIGN_REASONS", "AlignedParse", "DroppedParse", "ParseRecord", "TranslateAlignConfig",
+           "TranslateAlignJob", "TranslateAlignModels", "TranslateAlignResult", "align_batch", "process_batch",
+           "translate_align"]
 
 #: Why an English parse gives no target parse (first reason wins), in funnel order.
 TRANSLATE_ALIGN_REASONS: dict[str, str] = {
@@ -59,7 +61,6 @@ TRANSLATE_ALIGN_REASONS: dict[str, str] = {
 
 #: The counts of a run: inputs read, parses kept, and one count per reason.
 STATISTICS_COLUMNS: tuple[str, ...] = ("input", "kept", *TRANSLATE_ALIGN_REASONS)
-
 
 
 @dataclass
@@ -99,43 +100,51 @@ FEATURES: dict[str, str] = {"id": "the row's number", **row_descriptions(Aligned
 
 @dataclass
 class TranslateAlignConfig:
-    """What a translate-and-align run reads, which models it uses, and where it writes."""
+    """What a translate-and-align run reads, which models it uses, and where it writes.
 
-    input: str = field(metadata={"help": "English parses: a TSV file (a bracket-parse column, optional utterance "
-                                         "column), or a source spec (hinglish_top?data_dir=DIR reads its en_* "
-                                         "columns; cstop?data_dir=DIR; top; disk:PATH)."})
+    The fields that change results are marked (:func:`~crop_hf.arguments.changes_results`); left
+    out: output_dir, overwrite_output_dir, batch_size (how many utterances one translation call
+    takes), device and show_progress.
+    """
+
+    input: str = field(metadata=changes_results({
+        "help": "English parses: a TSV file (a bracket-parse column, optional utterance column), or a source spec "
+                "(hinglish_top?data_dir=DIR reads its en_* columns; cstop?data_dir=DIR; top; disk:PATH)."}))
     output_dir: str = field(metadata={"help": "Folder for shards, dataset/, discarded/, statistics.json and README.md."})
-    tgt_lang: str = field(metadata={"help": "Target language code of the translation model's family (es, hi, ...)."})
-    src_lang: str = field(default="en", metadata={"help": "Language of the parses."})
+    tgt_lang: str = field(metadata=changes_results({
+        "help": "Target language code of the translation model's family (es, hi, ...)."}))
+    src_lang: str = field(default="en", metadata=changes_results({"help": "Language of the parses."}))
     overwrite_output_dir: bool = field(
         default=False, metadata={"help": "Replace a finished result of other settings in output_dir (without it, "
                                          "such a folder is an error; the same settings resume)."})
-    mt_model: str = field(default="facebook/m2m100_418M",
-                          metadata={"help": "Any seq2seq translation model (M2M100, NLLB, MarianMT, mBART-50)."})
-    mt_revision: str | None = field(default=None, metadata={"help": "Revision of mt_model."})
-    method: str = field(default="alignment", metadata={"help": "Projection method: alignment (CSTOP's split rule), "
-                                                                "hybrid (lexical first, alignment for the rest)."})
-    symmetrization: str = field(
-        default=DEFAULT_SYMMETRIZATION,
-        metadata={"help": "How eflomal's two directions are joined: grow-diag-final-and (CSTOP's), or "
-                          "grow-diag-final, which places more words and projects better onto Hinglish "
-                          "(benchmarks/bench_projection_quality.py); intersection, union, grow, grow-diag."})
-    split: str = field(default="train", metadata={"help": "Split of a source spec to read."})
-    parse_column: str | None = field(default=None, metadata={"help": "Column holding the English parse "
-                                                                      "(default en_parse, then parse)."})
-    utterance_column: str | None = field(default=None, metadata={"help": "Column holding the English utterance "
-                                                                          "(default en_query/en_utterance/utterance)."})
-    max_examples: int | None = field(default=None, metadata={"help": "Read at most this many English parses."})
-    keep_incomplete: bool = field(default=False, metadata={"help": "Keep parses that lost a slot (CSTOP keeps "
-                                                                    "every translation); else dropped as slots_lost."})
-    language_filter: bool = field(default=True, metadata={"help": "Drop translations langid puts in src_lang "
-                                                                   "(turn off for code-switched targets)."})
-    tokenization: str = field(default="words", metadata={"help": "words, whitespace, characters or auto."})
-    num_beams: int = field(default=4, metadata={"help": "Beams of the translation."})
-    max_new_tokens: int = field(default=128, metadata={"help": "Longest translation, in model tokens."})
+    mt_model: str = field(default="facebook/m2m100_418M", metadata=changes_results({
+        "help": "Any seq2seq translation model (M2M100, NLLB, MarianMT, mBART-50)."}))
+    mt_revision: str | None = field(default=None, metadata=changes_results({"help": "Revision of mt_model."}))
+    method: str = field(default="alignment", metadata=changes_results({
+        "help": "Projection method: alignment (CSTOP's split rule), hybrid (lexical first, alignment for the rest)."}))
+    # added after runs were written: CSTOP's default leaves their fingerprint as it was
+    symmetrization: str = field(default=DEFAULT_SYMMETRIZATION, metadata=changes_results({
+        "help": "How eflomal's two directions are joined: grow-diag-final-and (CSTOP's), or grow-diag-final, which "
+                "places more words and projects better onto Hinglish (benchmarks/bench_projection_quality.py); "
+                "intersection, union, grow, grow-diag."}, unless_default=True))
+    split: str = field(default="train", metadata=changes_results({"help": "Split of a source spec to read."}))
+    parse_column: str | None = field(default=None, metadata=changes_results({
+        "help": "Column holding the English parse (default en_parse, then parse)."}))
+    utterance_column: str | None = field(default=None, metadata=changes_results({
+        "help": "Column holding the English utterance (default en_query/en_utterance/utterance)."}))
+    max_examples: int | None = field(default=None, metadata=changes_results({
+        "help": "Read at most this many English parses."}))
+    keep_incomplete: bool = field(default=False, metadata=changes_results({
+        "help": "Keep parses that lost a slot (CSTOP keeps every translation); else dropped as slots_lost."}))
+    language_filter: bool = field(default=True, metadata=changes_results({
+        "help": "Drop translations langid puts in src_lang (turn off for code-switched targets)."}))
+    tokenization: str = field(default="words", metadata=changes_results({
+        "help": "words, whitespace, characters or auto."}))
+    num_beams: int = field(default=4, metadata=changes_results({"help": "Beams of the translation."}))
+    max_new_tokens: int = field(default=128, metadata=changes_results({"help": "Longest translation, in model tokens."}))
     batch_size: int = field(default=16, metadata={"help": "Translation batch size."})
-    shard_size: int = field(default=5000, metadata={"help": "English parses per shard; each shard is aligned in "
-                                                             "one eflomal run, so larger shards align better."})
+    shard_size: int = field(default=5000, metadata=changes_results({
+        "help": "English parses per shard; each shard is aligned in one eflomal run, so larger shards align better."}))
     device: str | None = field(default=None, metadata={"help": "Device of the translation model (default: "
                                                                 "Accelerate's choice for this process)."})
     show_progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
@@ -156,11 +165,8 @@ class TranslateAlignConfig:
         check_symmetrization(self.symmetrization)
 
     def result_arguments(self) -> dict[str, Any]:
-        """Every setting that changes the output (the shard fingerprint)."""
-        skip = {"output_dir", "overwrite_output_dir", "device", "show_progress", "batch_size"}
-        if self.symmetrization == DEFAULT_SYMMETRIZATION:  # added later: runs written before it keep their name
-            skip.add("symmetrization")
-        return {name: value for name, value in asdict(self).items() if name not in skip}
+        """Every setting that changes the output (the fields marked so): the shard fingerprint, less the inputs."""
+        return result_arguments(self)
 
 
 @dataclass
@@ -182,78 +188,110 @@ class TranslateAlignModels:
         return cls(translator, EflomalAligner(symmetrization=config.symmetrization))
 
 
+@dataclass
+class ParseRecord:
+    """One English parse on its way through the steps: what each step made of it, and why it was dropped.
+
+    A step drops it with :meth:`drop`; the first reason wins, later steps skip it.
+    """
+
+    item: ParseInput
+    flat: FlatParse | None = None  # its flat parse, once read
+    utterance: str = ""  # what is translated: the item's utterance, else the parse's words
+    translation: str = ""
+    target: Any = None  # the tokenized translation (a TargetSentence)
+    reason: str | None = None
+    detail: str = ""
+
+    @classmethod
+    def read(cls, item: ParseInput) -> ParseRecord:
+        """The record of ``item``, dropped with :class:`~crop_hf.augment.inputs.BadParse`'s reason when it does not read."""
+        record = cls(item)
+        try:
+            record.flat = read_parse(item)
+        except BadParse as error:  # its message starts with where the parse came from
+            record.reason, record.detail = error.reason, str(error)
+        else:
+            record.utterance = item.utterance or " ".join(record.flat.tokens)
+        return record
+
+    @property
+    def alive(self) -> bool:
+        return self.reason is None
+
+    def drop(self, reason: str, detail: str = "") -> None:
+        """Drop the parse for ``reason`` (``detail`` follows where it came from), unless an earlier step did."""
+        if self.reason is None:
+            self.reason, self.detail = reason, f"{self.item.where}: {detail}" if detail else self.item.where
+
+    def dropped(self) -> DroppedParse:
+        return DroppedParse(source=self.item.where, source_parse=self.item.parse, source_utterance=self.utterance,
+                            translation=self.translation, reason=self.reason, detail=self.detail)
+
+
+def align_batch(
+    items: Sequence[ParseInput],
+    config: TranslateAlignConfig,
+    models: TranslateAlignModels,
+    language_filter: Any = None,
+) -> ShardResult[AlignedParse, DroppedParse]:
+    """Translate, align and project one batch (a shard): every item kept or dropped with its reason."""
+    from crop_hf.engine.records import each_or_none
+    from crop_hf.projection import tokenize_target
+    from crop_hf.projection.methods import ProjectionExample, project_examples
+
+    records = [ParseRecord.read(item) for item in items]
+    alive = [record for record in records if record.alive]
+    translate = partial(models.translator, src_lang=config.src_lang, tgt_lang=config.tgt_lang,
+                        num_return_sequences=1, num_beams=config.num_beams, max_new_tokens=config.max_new_tokens)
+    for record, output in zip(alive, each_or_none(translate, [r.utterance for r in alive]), strict=True):
+        record.translation = ((output or {}).get("translation") or "").strip()
+        if not record.translation:
+            record.drop("no_translation", "the translator returned nothing" if output else "the translator refused it")
+        elif language_filter is not None and not language_filter.accepts(record.translation, config.tgt_lang):
+            record.drop("wrong_language", f"identified as {language_filter.identify(record.translation)}")
+        else:
+            record.target = tokenize_target(record.translation, config.tgt_lang, config.tokenization)
+            if not record.target.tokens:
+                record.drop("no_translation", "the translation has no tokens")
+    alive = [record for record in records if record.alive]
+
+    examples = [ProjectionExample(r.target, source_tokens=r.flat.tokens, source_spans=r.flat.slots) for r in alive]
+    results = project_examples(config.method, examples, aligner=models.aligner, drop_incomplete=False) if alive else []
+    kept: list[AlignedParse] = []
+    for record, result in zip(alive, results, strict=True):
+        lost = [s for s in result.statuses if s.status not in ("projected", "split", "found", "fuzzy")]
+        if lost and not config.keep_incomplete:
+            record.drop("slots_lost", ", ".join(f"{s.label} {s.text!r} {s.status}" for s in lost))
+            continue
+        slots = tags_to_spans(result.tags)
+        tree_text = _round_trip(result.tokens, record.flat.intent, slots)
+        if tree_text is None:
+            record.drop("invalid_tree", f"tokens {result.tokens} cannot be written as a parse")
+            continue
+        kept.append(AlignedParse(
+            utterance=record.translation, tokens=list(result.tokens), intent=record.flat.intent,
+            slot_tags=spans_to_tags(slots, len(result.tokens)), parse=tree_text, domain=record.item.domain or "",
+            lang=config.tgt_lang, source_utterance=record.utterance, source_parse=str(parse(record.item.parse)),
+            source=record.item.where, projection_status=[s.status for s in result.statuses], method=config.method,
+        ))
+
+    dropped = [record.dropped() for record in records if not record.alive]
+    for row in dropped:
+        logger.info("dropped (%s) %s", row.reason, row.detail)
+    return ShardResult(kept, dropped)
+
+
 def process_batch(
     items: Sequence[ParseInput],
     config: TranslateAlignConfig,
     models: TranslateAlignModels,
     language_filter: Any = None,
 ) -> tuple[list[dict], list[dict], Counter]:
-    """Translate, align and project one batch; returns ``(kept rows, discarded rows, reason counts)``."""
-    from crop_hf.projection import tokenize_target
-    from crop_hf.projection.methods import ProjectionExample, project_examples
-    from crop_hf.synthesis.stages import each_or_none
-
-    records: list[dict] = []
-    for item in items:
-        record = {"item": item, "reason": None, "detail": "", "translation": ""}
-        try:
-            record["flat"] = read_parse(item)
-        except BadParse as error:
-            record.update(reason=error.reason, detail=str(error))
-        record["utterance"] = (item.utterance or " ".join(record["flat"].tokens)) if "flat" in record else ""
-        records.append(record)
-
-    def drop(record: dict, reason: str, detail: str = "") -> None:
-        if record["reason"] is None:
-            record.update(reason=reason, detail=f"{record['item'].where}: {detail}" if detail else
-                          record["item"].where)
-
-    alive = [r for r in records if r["reason"] is None]
-    translate = partial(models.translator, src_lang=config.src_lang, tgt_lang=config.tgt_lang,
-                        num_return_sequences=1, num_beams=config.num_beams, max_new_tokens=config.max_new_tokens)
-    for record, output in zip(alive, each_or_none(translate, [r["utterance"] for r in alive]), strict=True):
-        translation = (output or {}).get("translation") or ""
-        record["translation"] = translation.strip()
-        if not record["translation"]:
-            drop(record, "no_translation", "the translator returned nothing" if output else "the translator refused it")
-        elif language_filter is not None and not language_filter.accepts(record["translation"], config.tgt_lang):
-            drop(record, "wrong_language", f"identified as {language_filter.identify(record['translation'])}")
-        else:
-            record["target"] = tokenize_target(record["translation"], config.tgt_lang, config.tokenization)
-            if not record["target"].tokens:
-                drop(record, "no_translation", "the translation has no tokens")
-    alive = [r for r in records if r["reason"] is None]
-
-    examples = [ProjectionExample(r["target"], source_tokens=r["flat"].tokens, source_spans=r["flat"].slots)
-                for r in alive]
-    results = project_examples(config.method, examples, aligner=models.aligner, drop_incomplete=False) if alive else []
-    kept: list[dict] = []
-    for record, result in zip(alive, results, strict=True):
-        statuses = [s.status for s in result.statuses]
-        lost = [s for s in result.statuses if s.status not in ("projected", "split", "found", "fuzzy")]
-        if lost and not config.keep_incomplete:
-            drop(record, "slots_lost", ", ".join(f"{s.label} {s.text!r} {s.status}" for s in lost))
-            continue
-        slots = tags_to_spans(result.tags)
-        tree_text = _round_trip(result.tokens, record["flat"].intent, slots)
-        if tree_text is None:
-            drop(record, "invalid_tree", f"tokens {result.tokens} cannot be written as a parse")
-            continue
-        kept.append(asdict(AlignedParse(
-            utterance=record["translation"], tokens=list(result.tokens), intent=record["flat"].intent,
-            slot_tags=spans_to_tags(slots, len(result.tokens)), parse=tree_text,
-            domain=record["item"].domain or "", lang=config.tgt_lang,
-            source_utterance=record["utterance"], source_parse=str(parse(record["item"].parse)),
-            source=record["item"].where, projection_status=statuses, method=config.method,
-        )))
-
-    discarded = [asdict(DroppedParse(source=r["item"].where, source_parse=r["item"].parse,
-                                     source_utterance=r["utterance"], translation=r["translation"],
-                                     reason=r["reason"], detail=r["detail"]))
-                 for r in records if r["reason"] is not None]
-    for row in discarded:
-        logger.info("dropped (%s) %s", row["reason"], row["detail"])
-    return kept, discarded, Counter(row["reason"] for row in discarded)
+    """:func:`align_batch` as rows: ``(kept rows, discarded rows, reason counts)``."""
+    result = align_batch(items, config, models, language_filter)
+    return ([asdict(row) for row in result.kept], [asdict(row) for row in result.dropped],
+            Counter(row.reason for row in result.dropped))
 
 
 def _round_trip(tokens: Sequence[str], intent: str, slots: Sequence[Span]) -> str | None:
@@ -288,86 +326,101 @@ class TranslateAlignResult:
                 f"\ncard: {out / 'README.md'}")
 
 
+class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse, TranslateAlignResult]):
+    """Translate-and-align on the corpus-job contract: one key (the target language), whose shards are
+    ``config.shard_size`` English parses each, saved as the split ``train``.
+
+    ``models`` replace the configured ones (their aligner must symmetrize as the config says:
+    the card and the fingerprint name the config's); otherwise they are loaded on the first
+    shard, so a run whose every shard is finished never loads them.
+    """
+
+    name = "translate-align"
+    reasons = TRANSLATE_ALIGN_REASONS
+    kept_type = AlignedParse
+    dropped_type = DroppedParse
+    unit = "parse"
+
+    def __init__(self, config: TranslateAlignConfig, models: TranslateAlignModels | None = None,
+                 inputs: Any = None) -> None:
+        given = getattr(getattr(models, "aligner", None), "symmetrization", config.symmetrization)
+        if given != config.symmetrization:
+            raise ValueError(f"the aligner passed in symmetrizes with {given!r} but config.symmetrization is "
+                             f"{config.symmetrization!r}: build both with the same method")
+        super().__init__(config, inputs)
+        self.given_models = models
+
+    def fingerprint_arguments(self) -> dict[str, Any]:
+        return {**super().fingerprint_arguments(), "recipe": "translate-align"}
+
+    @cached_property
+    def models(self) -> tuple[TranslateAlignModels, Any]:
+        """The models and the language filter (``None`` when off), built on first use."""
+        from crop_hf.engine.language import language_filter
+        from crop_hf.engine.shards import process_state
+
+        config = self.config
+        models = self.given_models or TranslateAlignModels.load(config, device=config.device or process_state().device)
+        return models, language_filter(config.src_lang, config.tgt_lang) if config.language_filter else None
+
+    def before_run(self) -> None:
+        from crop_hf.projection.methods import foreign_rules
+
+        for line in foreign_rules(self.config.method, [self.config.tgt_lang]):
+            logger.warning(line)  # Hindi's postpositions on Spanish, say: once per run
+
+    def shard_keys(self) -> list[str]:
+        return [self.config.tgt_lang]
+
+    def split(self, key: str) -> str:
+        return "train"
+
+    def shards(self, key: str):
+        config = self.config
+        source = self.inputs if self.inputs is not None else config.input
+        items = source if isinstance(source, list) else iter_parse_inputs(
+            source, split=config.split, parse_column=config.parse_column, utterance_column=config.utterance_column)
+        return shards_of(itertools.islice(items, config.max_examples), config.shard_size)
+
+    def process(self, key: str, index: int, items: Sequence[ParseInput], status: Any) -> ShardResult:
+        return align_batch(items, self.config, *self.models)
+
+    def finish_kept(self, dataset: Any) -> Any:
+        import datasets
+
+        # Shards hold rows without ids: numbered here, in shard order, after the merge.
+        features = datasets.Features({"id": datasets.Value("string"), **self.kept_features()})
+        return dataset.add_column("id", [str(i) for i in range(len(dataset))]).cast(features) \
+            .select_columns(list(features))
+
+    def statistics_record(self, statistics: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+        return dict(statistics[self.config.tgt_lang])  # one language: the flat counts, as ever
+
+    def card(self, statistics: Mapping[str, Mapping[str, float]], *, command_line: str) -> str:
+        from crop_hf.augment.card import augmentation_card
+
+        config = self.config
+        return augmentation_card(
+            recipe="translate-and-align",
+            description=(f"English parses were translated into `{config.tgt_lang}` by `{config.mt_model}`, the "
+                         f"words aligned by eflomal ({config.symmetrization}) and the slots projected "
+                         f"({config.method} projection; a discontinuous slot becomes separate slots of its type)."),
+            languages=[config.tgt_lang], models={"translation": config.mt_model, "word alignment": "eflomal"},
+            counts=self.statistics_record(statistics), reasons=TRANSLATE_ALIGN_REASONS, features=FEATURES,
+            command_line=command_line, settings=config.result_arguments(),
+            source=config.input if isinstance(config.input, str) else None)
+
+    def result(self, statistics: Mapping[str, Mapping[str, float]], skipped: Mapping[str, int]) -> TranslateAlignResult:
+        lang = self.config.tgt_lang
+        return TranslateAlignResult(self.output_dir, dict(statistics.get(lang, {})), skipped_shards=skipped[lang])
+
+
 def translate_align(config: TranslateAlignConfig, models: TranslateAlignModels | None = None,
                     inputs: Any = None) -> TranslateAlignResult:
     """Run translate-and-align over ``config.input`` (or the in-memory ``inputs``: a ``Dataset``,
     ``DatasetDict`` or list of :class:`ParseInput`), resuming finished shards; the main process merges.
 
     Several processes (``accelerate launch``) split the shards: shard ``k`` belongs to process
-    ``k % num_processes`` (:func:`crop_hf.engine.shards.run_sharded`).
+    ``k % num_processes`` (:func:`crop_hf.engine.jobs.run_job`).
     """
-    import itertools
-
-    from crop_hf.engine.shards import ShardStore, describe_inputs, process_state, run_sharded
-    from crop_hf.projection.methods import foreign_rules
-    from crop_hf.synthesis.filters import language_filter
-    from crop_hf.synthesis.inputs import shards_of
-
-    given = getattr(getattr(models, "aligner", None), "symmetrization", config.symmetrization)
-    if given != config.symmetrization:  # the card and the fingerprint would name the config's
-        raise ValueError(f"the aligner passed in symmetrizes with {given!r} but config.symmetrization is "
-                         f"{config.symmetrization!r}: build both with the same method")
-    store = ShardStore(config.output_dir, {**config.result_arguments(), "inputs": describe_inputs(inputs),
-                                           "recipe": "translate-align"})
-    for line in foreign_rules(config.method, [config.tgt_lang]):
-        logger.warning(line)  # Hindi's postpositions on Spanish, say: once per run
-
-    @cache
-    def loaded() -> tuple[TranslateAlignModels, Any]:  # on first use: a finished run never loads them
-        return (models or TranslateAlignModels.load(config, device=config.device or process_state().device),
-                language_filter(config.src_lang, config.tgt_lang) if config.language_filter else None)
-
-    def shards(lang: str):
-        source = inputs if inputs is not None else config.input
-        items = source if isinstance(source, list) else iter_parse_inputs(
-            source, split=config.split, parse_column=config.parse_column, utterance_column=config.utterance_column)
-        return shards_of(itertools.islice(items, config.max_examples), config.shard_size)
-
-    def process(lang: str, index: int, batch: list[ParseInput], status) -> tuple[list[dict], list[dict], dict]:
-        kept, discarded, reasons = process_batch(batch, config, *loaded())
-        logger.info("shard %d: %d of %d kept", index, len(kept), len(batch))
-        return kept, discarded, dict(reasons)
-
-    run = run_sharded(store, [config.tgt_lang], shards, process, partial(_merge, config, store),
-                      show_progress=config.show_progress, description="translate-align", unit="parse",
-                      overwrite=config.overwrite_output_dir)
-    result = run.merged if run.merged is not None else TranslateAlignResult(Path(config.output_dir))
-    result.skipped_shards = run.skipped[config.tgt_lang]
-    return result
-
-
-def _kept_features():
-    import datasets
-
-    return datasets.Features({"id": datasets.Value("string"), **row_features(AlignedParse)})
-
-
-def _merge(config: TranslateAlignConfig, store) -> TranslateAlignResult:
-    import datasets
-
-    from crop_hf.engine.shards import atomic_write_bytes, merge_shards, save_dataset_dict, shard_statistics
-    from crop_hf.hub import augmentation_card
-
-    output = Path(config.output_dir)
-    finished = list(store.finished(config.tgt_lang))
-    statistics = shard_statistics(finished, STATISTICS_COLUMNS)
-    features = _kept_features()
-    # Shards hold rows without ids: numbered here, in shard order, after the merge.
-    kept = merge_shards(finished, True, row_features(AlignedParse))
-    kept = kept.add_column("id", [str(i) for i in range(len(kept))]).cast(features.copy()) \
-        .select_columns(list(features))
-    discarded = merge_shards(finished, False, row_features(DroppedParse))
-    save_dataset_dict(datasets.DatasetDict({"train": kept}), output / "dataset")
-    save_dataset_dict(datasets.DatasetDict({"train": discarded}), output / "discarded")
-    atomic_write_bytes(output / "statistics.json", json.dumps(statistics, indent=2).encode("utf-8"))
-    card = augmentation_card(
-        recipe="translate-and-align",
-        description=(f"English parses were translated into `{config.tgt_lang}` by `{config.mt_model}`, the words "
-                     f"aligned by eflomal ({config.symmetrization}) and the slots projected ({config.method} projection; "
-                     "a discontinuous slot becomes separate slots of its type)."),
-        languages=[config.tgt_lang], models={"translation": config.mt_model, "word alignment": "eflomal"},
-        counts=statistics, reasons=TRANSLATE_ALIGN_REASONS, features=FEATURES,
-        command_line=shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-        settings=config.result_arguments(), source=config.input if isinstance(config.input, str) else None)
-    atomic_write_bytes(output / "README.md", card.encode("utf-8"))
-    return TranslateAlignResult(output, statistics)
+    return run_job(TranslateAlignJob(config, models, inputs))

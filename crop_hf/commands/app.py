@@ -17,7 +17,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+import crop_hf.app
+from crop_hf.app import AppModels, build_app
 from crop_hf.console import setup_logging
+from crop_hf.errors import check_device
 
 
 @dataclass
@@ -65,12 +68,9 @@ def run(config: AppConfig) -> int:
         import gradio  # noqa: F401
     except ImportError as error:
         raise ImportError("crop-hf app needs gradio: pip install 'crop-hf[app]'") from error
-    from crop_hf.app import AppModels, build_app, launch
 
     setup_logging(logging.INFO)
     if config.device is not None:
-        from crop_hf.errors import check_device
-
         check_device(config.device)
     models = AppModels(mt_model=config.mt_model, ner_model=config.ner_model, parser_model=config.parser_model,
                        align_model=config.align_model, align_layer=config.align_layer, device=config.device,
@@ -79,5 +79,6 @@ def run(config: AppConfig) -> int:
         print(f"No {', '.join(models.tiny)}: tiny random-weight models stand in; their output is meaningless.")
     if config.preload:
         models.load_all()
-    launch(build_app(models, max_words=config.max_words), host=config.host, port=config.port, share=config.share)
+    crop_hf.app.launch(build_app(models, max_words=config.max_words), host=config.host, port=config.port,
+                       share=config.share)
     return 0

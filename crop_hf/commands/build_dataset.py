@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crop_hf.console import setup_logging
+from crop_hf.data import builder_class
+from crop_hf.data.publish import build_configs, write_parquet
+from crop_hf.hub import push_corpus
 
 #: Pretty names of the corpora on their cards.
 PRETTY_NAMES = {"conll5": "CoNLL-5 NER", "xtreme40": "XTREME-40 PAN-X NER", "cstop": "CSTOP", "top": "TOP"}
@@ -62,15 +65,10 @@ def builder_options(items: list[str] | None) -> dict[str, Any]:
 
 def all_configs(name: str) -> list[str]:
     """Every config of a crop-hf corpus."""
-    from crop_hf.data import builder_class
-
     return [config.name for config in builder_class(name).BUILDER_CONFIGS]
 
 
 def run(config: BuildDatasetConfig) -> int:
-    from crop_hf.data.publish import build_configs, write_parquet
-    from crop_hf.hub import push_corpus
-
     setup_logging(logging.INFO)
     available = all_configs(config.name)
     configs = config.configs or available

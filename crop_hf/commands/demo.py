@@ -16,6 +16,8 @@ from importlib import resources
 from pathlib import Path
 
 from crop_hf.console import progress_bars, setup_logging
+from crop_hf.demo_models import build_tiny_m2m100, build_tiny_xlmr_ner
+from crop_hf.synthesis import SynthesisConfig, synthesize
 
 SAMPLE_LANGUAGES = ("de", "es", "nl", "zh")
 
@@ -45,9 +47,6 @@ def sample_path() -> str:
 
 
 def run(config: DemoConfig) -> int:
-    from crop_hf.demo_models import build_tiny_m2m100, build_tiny_xlmr_ner
-    from crop_hf.synthesis import SynthesisConfig, synthesize
-
     setup_logging(logging.WARNING)
     output = Path(config.output_dir or tempfile.mkdtemp(prefix="crop-hf-demo-"))
     print("SMOKE RUN with tiny random-weight models: the labels are meaningless.")

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from crop_hf.labels import parse_label_map
+from crop_hf.ner.evaluate import evaluate_pretrained, format_ner_table
+
 
 @dataclass
 class EvaluateNerConfig:
@@ -38,9 +41,6 @@ CONFIG_CLASSES = (EvaluateNerConfig,)
 def run(config: EvaluateNerConfig) -> int:
     import json
     from pathlib import Path
-
-    from crop_hf.labels import parse_label_map
-    from crop_hf.ner.evaluate import evaluate_pretrained, format_ner_table
 
     evaluation = evaluate_pretrained(
         config.model, config.sources, split=config.split, batch_size=config.batch_size,

@@ -17,6 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from crop_hf.metrics.parsing import format_error_table, format_parse_table
+from crop_hf.parsing.data import load_parse_rows
+from crop_hf.parsing.evaluate import evaluate_parser
+
 
 @dataclass
 class EvaluateParserConfig:
@@ -46,10 +50,7 @@ def run(config: EvaluateParserConfig) -> int:
 
     from transformers import AutoTokenizer
 
-    from crop_hf.metrics.parsing import format_error_table, format_parse_table
-    from crop_hf.modeling import JointIntentSlotModel
-    from crop_hf.parsing.data import load_parse_rows
-    from crop_hf.parsing.evaluate import evaluate_parser
+    from crop_hf.modeling import JointIntentSlotModel  # heavy (torch): not loaded by --help
 
     if not config.sources:
         raise SystemExit("crop-hf evaluate-parser: name the corpora to score with --sources")

@@ -28,6 +28,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from crop_hf.alignment import EflomalAligner, EmbeddingAligner
+from crop_hf.alignment.symmetrize import DEFAULT_SYMMETRIZATION
+from crop_hf.console import setup_logging
+from crop_hf.data.features import tag_strings
+from crop_hf.data.readers import iter_lines
+from crop_hf.data.sources import load_spec
+from crop_hf.metrics.projection import evaluate_projection, format_projection_table
+from crop_hf.parsing.data import split_side
+from crop_hf.report import plots
+
 #: Tag columns read from a corpus, first found wins (after a ``#side`` prefix).
 TAG_COLUMNS = ("ner_tags", "slot_tags", "tags")
 
@@ -82,10 +92,6 @@ def load_tagged(spec: str, split: str | None = None) -> tuple[list[tuple[list[st
     """
     import datasets
 
-    from crop_hf.data.features import tag_strings
-    from crop_hf.data.sources import load_spec
-    from crop_hf.parsing.data import split_side
-
     body, side = split_side(spec)
     loaded = load_spec(body, splits=[split] if split else None)
     if isinstance(loaded, datasets.DatasetDict):
@@ -116,8 +122,6 @@ def read_parallel(items: list[str], split: str) -> tuple[list[list[str]], list[l
     sides = []
     for item in items:
         if Path(item).is_file():
-            from crop_hf.data.readers import iter_lines
-
             sides.append([text.split() for _, text in iter_lines(item, "utf-8") if text is not None])
         else:
             sides.append([tokens for tokens, _ in load_tagged(item, split)[0]])
@@ -127,9 +131,6 @@ def read_parallel(items: list[str], split: str) -> tuple[list[list[str]], list[l
 
 
 def build_aligners(config: EvaluateProjectionConfig) -> dict:
-    from crop_hf.alignment import EflomalAligner
-    from crop_hf.alignment.symmetrize import DEFAULT_SYMMETRIZATION
-
     aligners = {}
     for name in config.aligners:
         if name == "eflomal":
@@ -137,8 +138,6 @@ def build_aligners(config: EvaluateProjectionConfig) -> dict:
                 named = name if method == DEFAULT_SYMMETRIZATION else f"{name} ({method})"
                 aligners[named] = EflomalAligner(n_samplers=config.samplers, symmetrization=method)
         elif name == "embedding":
-            from crop_hf.alignment import EmbeddingAligner
-
             options = {"layer": config.layer}
             if config.device is not None:
                 options["device"] = config.device
@@ -153,9 +152,6 @@ def run(config: EvaluateProjectionConfig) -> int:
     import json
     import logging
     from pathlib import Path
-
-    from crop_hf.console import setup_logging
-    from crop_hf.metrics.projection import evaluate_projection, format_projection_table
 
     setup_logging()
     logger = logging.getLogger("crop_hf.commands.evaluate_projection")
@@ -188,13 +184,11 @@ def run(config: EvaluateProjectionConfig) -> int:
         payload = {"source": config.source, "target": config.target, "split": config.split, **evaluation.to_dict()}
         (folder / "projection.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         try:
-            from crop_hf.report.plots import draw_projection_evaluation, require_matplotlib
-
-            require_matplotlib()
+            plots.require_matplotlib()
         except ImportError as error:
             logger.warning("no plot: %s", error)
             print(f"no plot: {error}")
         else:
-            draw_projection_evaluation(evaluation, folder / "projection.png")
+            plots.draw_projection_evaluation(evaluation, folder / "projection.png")
         print(f"written to {folder}")
     return 0

@@ -12,6 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from crop_hf.translation.data import load_marked_dataset
+from crop_hf.translation.evaluate import TranslationEvaluation, evaluate_translation, format_translation_table
+from crop_hf.translation.languages import parse_language_codes
+from crop_hf.translation.marker_tokens import add_marker_tokens
+
 
 @dataclass
 class EvaluateTranslationArguments:
@@ -43,15 +48,6 @@ def run(args: EvaluateTranslationArguments) -> int:
 
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-    from crop_hf.translation.data import load_marked_dataset
-    from crop_hf.translation.evaluate import (
-        TranslationEvaluation,
-        evaluate_translation,
-        format_translation_table,
-    )
-    from crop_hf.translation.languages import parse_language_codes
-    from crop_hf.translation.marker_tokens import add_marker_tokens
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     data = load_marked_dataset(args.data)

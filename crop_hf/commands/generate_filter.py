@@ -7,7 +7,10 @@ Example (CSTOP_100-style few-shot set drawn from Hinglish-TOP's train split, its
         --model facebook/bart-base --top_k 10 --num_beams 5 --output_dir out/generated
 
 The augmented set (few-shot + kept generations) is ``output_dir/dataset``; train the parser on it
-with ``crop-hf train-parser --train_sources disk:out/generated/dataset``.
+with ``crop-hf train-parser --train_sources disk:out/generated/dataset``. The English parses are
+generated from in resumable shards (``--shard_size``): a rerun with the same options resumes without
+fine-tuning again when every shard is finished, and one with other options into a finished folder
+is refused unless ``--overwrite_output_dir`` is given.
 """
 
 from __future__ import annotations
@@ -21,8 +24,11 @@ CONFIG_CLASSES = (GenerateFilterConfig,)
 
 def run(config: GenerateFilterConfig) -> int:
     from crop_hf.augment.generate_filter import generate_and_filter
-    from crop_hf.console import setup_logging
+    from crop_hf.console import progress_bars, setup_logging
 
     setup_logging(logging.INFO)
-    print(generate_and_filter(config).report())
+    with progress_bars(config.show_progress, own_only=True):
+        result = generate_and_filter(config)
+    if result.statistics:  # the main process
+        print(result.report())
     return 0

@@ -4,10 +4,16 @@
         --output_dir marked/train --both_directions true
 
 Aligns each language pair with eflomal (grow-diag-final-and), extracts consistent phrase pairs and
-wraps randomly chosen ones in the same marker on both sides. Writes ``data-*.parquet`` shards and
-``statistics.json`` (counts by drop reason, timings) to ``--output_dir``; ``crop-hf
-train-translation --train_file`` reads that folder. A dataset with a ``translation`` column (or two
-text columns) works too: ``--dataset wmt19 --dataset_config de-en --language_pairs en-de``.
+wraps randomly chosen ones in the same marker on both sides. Writes ``data-*.parquet`` shards,
+``statistics.json`` (counts by drop reason, timings), ``discarded/`` (the dropped pairs) and a
+dataset card (``README.md``) to ``--output_dir``; ``crop-hf train-translation --train_file`` reads
+that folder. A dataset with a ``translation`` column (or two text columns) works too: ``--dataset
+wmt19 --dataset_config de-en --language_pairs en-de``.
+
+Each chunk of ``--align_chunk_size`` pairs is a shard under ``--output_dir/shards/``: a rerun with
+the same options and unchanged inputs (same files, sizes and modification times) skips the
+finished chunks, and several processes share them (``ACCELERATE_USE_CPU=1 torchrun --standalone
+--nproc_per_node N -m crop_hf.cli mark-parallel ...``).
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from crop_hf.translation.parallel import MarkingConfig
 class MarkParallelArguments:
     """What to mark and where the result goes."""
 
-    output_dir: str = field(metadata={"help": "Folder for the data-*.parquet shards and statistics.json."})
+    output_dir: str = field(
+        metadata={"help": "Folder for the data-*.parquet shards, statistics.json, discarded/, README.md and the "
+                          "resumable shards/ of the run."})
     source_files: list[str] = field(
         default_factory=list, metadata={"help": "Source-side text files (.gz allowed), one per language pair."})
     target_files: list[str] = field(
@@ -78,10 +86,33 @@ def _pairs(args: MarkParallelArguments):
     return chain.from_iterable(streams)
 
 
+def _file(path: str | Path) -> dict:
+    stat = Path(path).stat()
+    return {"path": str(Path(path).resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def inputs_id(args: MarkParallelArguments) -> str:
+    """What the pairs of ``args`` are, for the run's fingerprint: a rerun resumes only on the same inputs.
+
+    Files are named with their sizes and modification times, a dataset folder by its files; a Hub
+    dataset by its name, config and split only (a new revision of it is not noticed).
+    """
+    if args.dataset:
+        folder = Path(args.dataset)
+        described = {"dataset": args.dataset, "config": args.dataset_config, "split": args.dataset_split,
+                     "source_column": args.source_column, "target_column": args.target_column,
+                     "files": [_file(p) for p in sorted(folder.rglob("*")) if p.is_file()] if folder.is_dir() else None}
+    else:
+        described = {"source_files": [_file(p) for p in args.source_files],
+                     "target_files": [_file(p) for p in args.target_files]}
+    return json.dumps({**described, "language_pairs": list(args.language_pairs)}, sort_keys=True)
+
+
 def run(args: MarkParallelArguments, marking: MarkingConfig) -> int:
     import logging
 
     from crop_hf.console import setup_logging
+    from crop_hf.engine.shards import process_state
     from crop_hf.translation.parallel import mark_parallel
 
     setup_logging(logging.INFO)
@@ -89,7 +120,10 @@ def run(args: MarkParallelArguments, marking: MarkingConfig) -> int:
         pairs = _pairs(args)
     except (ValueError, FileNotFoundError) as err:
         raise SystemExit(f"crop-hf mark-parallel: {err}") from err
-    result = mark_parallel(pairs, marking, output_dir=args.output_dir, show_progress=args.show_progress)
+    result = mark_parallel(pairs, marking, output_dir=args.output_dir, show_progress=args.show_progress,
+                           inputs_id=inputs_id(args))
+    if not process_state().is_main_process:
+        return 0
     statistics = {"counts": dict(result.counts), "timings": result.timings, "marking": asdict(marking),
                   "inputs": asdict(args)}
     Path(args.output_dir, "statistics.json").write_text(json.dumps(statistics, indent=2) + "\n", encoding="utf-8")

@@ -17,6 +17,9 @@ import logging
 from dataclasses import dataclass, field
 
 from crop_hf.console import setup_logging
+from crop_hf.labels import parse_label_map
+from crop_hf.report import write_report
+from crop_hf.report.page import summary
 
 #: A bare first argument is the output folder (``crop-hf report OUT`` = ``--output_dir OUT``).
 POSITIONAL = "output_dir"
@@ -46,10 +49,6 @@ CONFIG_CLASSES = (ReportConfig,)
 
 
 def run(config: ReportConfig) -> int:
-    from crop_hf.labels import parse_label_map
-    from crop_hf.report import write_report
-    from crop_hf.report.page import summary
-
     setup_logging(logging.INFO)
     files = write_report(config.output_dir, gold=config.gold, gold_split=config.gold_split,
                          gold_label_map=parse_label_map(config.gold_label_map), report_dir=config.report_dir,

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from crop_hf.console import setup_logging
+from crop_hf.ner.arguments import DataArguments, ModelArguments, NerTrainingArguments, parse_arguments
+from crop_hf.self_training import COMBINATION_RULES, self_train
+
 #: What each label_rule of the new corpus means, printed beside its count.
 RULE_MEANINGS = {
     "synthesis": "kept by synthesis, labels unchanged",
@@ -59,12 +63,8 @@ def run(config: SelfTrainConfig) -> int:
     import logging
     from dataclasses import replace
 
-    from crop_hf.ner.arguments import DataArguments, ModelArguments, NerTrainingArguments, parse_arguments
-    from crop_hf.self_training import COMBINATION_RULES, self_train
-
     if config.rule not in COMBINATION_RULES:
         raise ValueError(f"rule must be one of {', '.join(COMBINATION_RULES)}, got {config.rule!r}")
-    from crop_hf.console import setup_logging
 
     setup_logging(logging.INFO)
     if config.train_config:

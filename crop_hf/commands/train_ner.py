@@ -10,16 +10,15 @@ The options are the dataclasses of :mod:`crop_hf.ner.arguments` (``--help`` list
 
 from __future__ import annotations
 
+from crop_hf.console import setup_logging
 from crop_hf.ner.arguments import DataArguments, ModelArguments, NerTrainingArguments
+from crop_hf.ner.train import train_ner
 
 CONFIG_CLASSES = (ModelArguments, DataArguments, NerTrainingArguments)
 
 
 def run(model_args: ModelArguments, data_args: DataArguments, training_args: NerTrainingArguments) -> int:
     import logging
-
-    from crop_hf.console import setup_logging
-    from crop_hf.ner.train import train_ner
 
     setup_logging(logging.INFO, fmt="%(asctime)s %(levelname)s %(name)s: %(message)s")
     train_ner(model_args, data_args, training_args)

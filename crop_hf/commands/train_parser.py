@@ -15,7 +15,9 @@ Several processes: ``accelerate launch -m crop_hf.cli train-parser ...``.
 
 from __future__ import annotations
 
+from crop_hf.console import setup_logging
 from crop_hf.parsing.arguments import ParserDataArguments, ParserModelArguments, ParserTrainingArguments
+from crop_hf.parsing.train import train_parser
 
 CONFIG_CLASSES = (ParserModelArguments, ParserDataArguments, ParserTrainingArguments)
 
@@ -23,9 +25,6 @@ CONFIG_CLASSES = (ParserModelArguments, ParserDataArguments, ParserTrainingArgum
 def run(model_args: ParserModelArguments, data_args: ParserDataArguments,
         training_args: ParserTrainingArguments) -> int:
     import logging
-
-    from crop_hf.console import setup_logging
-    from crop_hf.parsing.train import train_parser
 
     setup_logging(logging.INFO)
     result = train_parser(model_args, data_args, training_args)

@@ -10,11 +10,13 @@ first. ``examples/train_translation.py`` is the same entry point as a script.
 
 from __future__ import annotations
 
+from crop_hf.console import setup_logging
 from crop_hf.translation.arguments import (
     TranslationDataArguments,
     TranslationModelArguments,
     TranslationTrainingArguments,
 )
+from crop_hf.translation.train import train_translation
 
 CONFIG_CLASSES = (TranslationModelArguments, TranslationDataArguments, TranslationTrainingArguments)
 
@@ -22,9 +24,6 @@ CONFIG_CLASSES = (TranslationModelArguments, TranslationDataArguments, Translati
 def run(model_args: TranslationModelArguments, data_args: TranslationDataArguments,
         training_args: TranslationTrainingArguments) -> int:
     import logging
-
-    from crop_hf.console import setup_logging
-    from crop_hf.translation.train import train_translation
 
     setup_logging(logging.INFO, fmt="%(asctime)s %(levelname)s %(name)s: %(message)s")
     train_translation(model_args, data_args, training_args)

@@ -21,7 +21,10 @@ from typing import Any
 
 import datasets
 
-from crop_hf.data.readers import SkippedRecords, TaggedSentence
+from crop_hf import labels, seqlogical
+from crop_hf.data import readers
+from crop_hf.data.features import ner_features
+from crop_hf.data.readers import SkippedRecords, TaggedSentence, read_semantic_parses
 from crop_hf.errors import MissingFilesError
 from crop_hf.labels import LabelSet
 
@@ -47,9 +50,6 @@ class CropBuilderConfig(datasets.BuilderConfig):
 
 def _source_hash(cls: type) -> str:
     """A digest of the modules that decide a builder's rows, so editing them builds a fresh cache."""
-    from crop_hf import labels, seqlogical
-    from crop_hf.data import readers
-
     digest = hashlib.sha256()
     modules = {sys.modules[c.__module__] for c in cls.__mro__ if c.__module__.startswith("crop_hf.")}
     modules |= {sys.modules[name] for name in list(sys.modules) if name.startswith(readers.__name__ + ".")}
@@ -224,8 +224,6 @@ class NerBuilder(CropBuilder):
     LABELS: LabelSet
 
     def _features(self) -> datasets.Features:
-        from crop_hf.data.features import ner_features
-
         return ner_features(self.LABELS.names, id=True)
 
     def _examples(self, sentences: Iterable[TaggedSentence], lang: str, start: int = 0):
@@ -260,8 +258,6 @@ class SemanticParseBuilder(CropBuilder):
         )
 
     def _generate_examples(self, files: Sequence[str], split: str):
-        from crop_hf.data.readers import read_semantic_parses
-
         domains = {d.lower() for d in self.config.domains} if self.config.domains else None
         skipped = self._skipped_for(split)
         index = 0

@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from crop_hf.errors import UnknownOptionError, UnreachableError, offline_mode
 from crop_hf.registry import Registry
 
 if TYPE_CHECKING:
@@ -55,8 +56,6 @@ def check_options(path: str, name: str | None, options: Mapping[str, Any]) -> No
     :func:`load_dataset` takes, listing the valid ones (``datasets`` would raise a traceback
     naming only the config's repr)."""
     import dataclasses
-
-    from crop_hf.errors import UnknownOptionError
 
     config_class = builder_class(path).BUILDER_CONFIG_CLASS
     fields = {f.name for f in dataclasses.fields(config_class) if f.init} - {"name", "version", "description"}
@@ -160,8 +159,6 @@ def load_dataset(
             storage_options=storage_options,
         )
     except ConnectionError as error:  # a default download: name the corpus, say whether offline mode is on
-        from crop_hf.errors import UnreachableError, offline_mode
-
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise UnreachableError(f"{path}/{builder.config.name}: cannot download the release ({first}); "
                                f"{offline_mode()}; pass data_dir=<a folder with the release files> to "

@@ -13,6 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from crop_hf.data.loading import load_dataset
+from crop_hf.hub import corpus_card
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["build_configs", "write_parquet"]
@@ -27,8 +30,6 @@ def build_configs(
     **config_kwargs: Any,
 ) -> dict[str, Any]:
     """``{config: DatasetDict}`` built with :func:`crop_hf.data.load_dataset`."""
-    from crop_hf.data.loading import load_dataset
-
     return {
         config: load_dataset(name, config, data_dir=data_dir, cache_dir=cache_dir, **config_kwargs)
         for config in configs
@@ -42,7 +43,6 @@ def write_parquet(built: Mapping[str, Any], output_dir: str | Path, name: str, *
         (output / config).mkdir(parents=True, exist_ok=True)
         for split, dataset in dsd.items():
             dataset.to_parquet(str(output / config / f"{split}-00000-of-00001.parquet"))
-    from crop_hf.hub import corpus_card
 
     corpus_card(name, built, **card_kwargs).save(str(output / "README.md"))
     return output

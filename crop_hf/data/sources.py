@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from crop_hf.data.features import label_names_of
+from crop_hf.data.loading import BUILDERS, load_dataset
+from crop_hf.errors import reaching
 from crop_hf.labels import rename_tag
 
 logger = logging.getLogger(__name__)
@@ -102,8 +104,6 @@ def load_spec(spec: str | SourceSpec, splits: Sequence[str] | None = None):
     """
     import datasets
 
-    from crop_hf.errors import reaching
-
     if isinstance(spec, str):
         spec = parse_source_spec(spec)
 
@@ -115,14 +115,6 @@ def load_spec(spec: str | SourceSpec, splits: Sequence[str] | None = None):
             return datasets.load_from_disk(str(path))
         return datasets.load_dataset(str(path), **spec.kwargs)
     if spec.kind == "builder":
-        try:
-            # Imported here: crop_hf.data pulls in datasets, and the builders are optional for
-            # users who only train on Hub or on-disk corpora.
-            from crop_hf.data import load_dataset
-        except ImportError:  # pragma: no cover - only before the builders exist
-            load_dataset = datasets.load_dataset
-        from crop_hf.data.loading import BUILDERS
-
         kwargs = dict(spec.kwargs)
         if splits is not None and spec.name in BUILDERS:
             kwargs.setdefault("splits", tuple(splits))

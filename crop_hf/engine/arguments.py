@@ -1,14 +1,14 @@
 """The options every training family shares, as dataclasses ``HfArgumentParser`` reads.
 
-:class:`TrainingArguments` holds optimisation, time budget, periodic evaluation, checkpoints and
+:class:`TrainingLoopArguments` holds optimisation, time budget, periodic evaluation, checkpoints and
 the Hub; :class:`LoraArguments` the LoRA adapter options of families that offer them. A family's
 arguments subclass them and add only their own fields; a family re-declares a shared field only to
 give it another default (NER trains 24 sentences a batch at 2e-5, marker MT 16 pairs at 5e-5).
 
->>> args = TrainingArguments(output_dir="out", checkpointing_steps="500")
+>>> args = TrainingLoopArguments(output_dir="out", checkpointing_steps="500")
 >>> args.checkpoint_every(), args.warmup(max_steps=1000)
 (500, 100)
->>> sorted(hyperparameters(TrainingArguments(output_dir="out", hub_token="secret")))[:3]
+>>> sorted(hyperparameters(TrainingLoopArguments(output_dir="out", hub_token="secret")))[:3]
 ['checkpointing_steps', 'eval_minutes', 'eval_steps']
 """
 
@@ -18,11 +18,23 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["LoraArguments", "TrainingArguments", "hyperparameters"]
+__all__ = ["LoraArguments", "TrainingLoopArguments", "hyperparameters"]
+
+
+def __getattr__(name: str) -> Any:
+    """``TrainingArguments``, this class's former name (it is transformers' class name too), still imports."""
+    if name == "TrainingArguments":
+        import warnings
+
+        warnings.warn("crop_hf.engine.arguments.TrainingArguments is renamed TrainingLoopArguments (transformers has "
+                      "a class of that name with other fields); the old name will stop working in a later release",
+                      FutureWarning, stacklevel=2)
+        return TrainingLoopArguments
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
-class TrainingArguments:
+class TrainingLoopArguments:
     """Optimisation, time budget, periodic evaluation, checkpointing and publishing."""
 
     output_dir: str = field(metadata={"help": "Folder for the model, checkpoints, all_results.json and the card."})

@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -47,6 +48,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar
+
+from crop_hf.errors import OutputExistsError
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +72,7 @@ __all__ = [
     "running_alone",
     "save_dataset_dict",
     "shard_statistics",
+    "shards_of",
 ]
 
 #: One finished shard: ``(index, Parquet path, statistics)``, as :meth:`ShardStore.finished` yields it.
@@ -78,6 +82,7 @@ FinishedShard = tuple[int, Path, dict[str, Any]]
 ShardOutput = tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]], Mapping[str, int]]
 
 Merged = TypeVar("Merged")
+T = TypeVar("T")
 
 #: ``OUTPUT_DIR/shards/result.json``: the fingerprint and keys of the run whose merge wrote the outputs.
 RESULT_RECORD = "result.json"
@@ -203,7 +208,8 @@ class ShardStore:
 
         self.prepare()  # the run folder appears with its first shard: a run that fails before leaves no trace
         rows_path, stats_path = self._paths(key, index)
-        table = pa.Table.from_pylist(list(rows))
+        # the schema is given so that a shard with no rows still has its two columns
+        table = pa.Table.from_pylist(list(rows), schema=pa.schema([("kept", pa.bool_()), ("row", pa.string())]))
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink)
         atomic_write_bytes(rows_path, sink.getvalue().to_pybytes())
@@ -217,6 +223,16 @@ class ShardStore:
         for stats_path in sorted(folder.glob("[0-9]*.json")):
             index = int(stats_path.stem)
             yield index, stats_path.with_suffix(".parquet"), json.loads(stats_path.read_text(encoding="utf-8"))
+
+
+def shards_of(items: Iterable[T], shard_size: int) -> Iterator[tuple[int, list[T]]]:
+    """Cut a stream into numbered shards of ``shard_size`` items (the last may be shorter)."""
+    iterator = iter(items)
+    for index in itertools.count():
+        shard = list(itertools.islice(iterator, shard_size))
+        if not shard:
+            return
+        yield index, shard
 
 
 def process_state() -> Any:
@@ -242,8 +258,6 @@ def check_output_dir(store: ShardStore, keys: Sequence[str], *, overwrite: bool 
     (at most five) unless ``overwrite``. The same settings resume (or merge again) as before.
     Nothing is read but ``shards/``; nothing is written.
     """
-    from crop_hf.errors import OutputExistsError
-
     finished = store.finished_result()
     if overwrite or finished is None:
         return
@@ -386,11 +400,14 @@ def shard_statistics(finished: Iterable[FinishedShard], columns: Sequence[str]) 
     return {column: counts[column] for column in columns}
 
 
-def _rows(paths: list[str], kept: bool) -> Iterator[dict[str, Any]]:
+def _rows(paths: list[str], kept: bool, stamps: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
+    """The rows of the shard files; ``stamps`` (their sizes and modification times) only keys the cache."""
     import pyarrow.parquet as pq
 
     for path in paths:  # one shard at a time: memory stays flat however large the corpus
         table = pq.read_table(path)
+        if not table.num_rows:  # an empty shard of an earlier release has no columns
+            continue
         for flag, row in zip(table.column("kept").to_pylist(), table.column("row").to_pylist(), strict=True):
             if flag == kept:
                 yield json.loads(row)
@@ -399,14 +416,22 @@ def _rows(paths: list[str], kept: bool) -> Iterator[dict[str, Any]]:
 def merge_shards(finished: Sequence[FinishedShard], kept: bool, features: Any) -> Any:
     """The kept (or discarded) rows of finished shards, in shard order, as one ``datasets.Dataset`` of ``features``."""
     import datasets
+    import pyarrow.parquet as pq
 
-    rows = sum(stats["kept"] if kept else stats["input"] - stats["kept"] for _, _, stats in finished)
+    # Counted from the files' flags, not from the statistics: one input item may give several rows
+    # (mark-parallel's two directions), so input - kept is not the number of dropped rows.
+    # (An empty shard written by an earlier release has no columns at all.)
+    rows = sum(pq.read_table(path, columns=["kept"]).column("kept").to_pylist().count(kept)
+               for _, path, _ in finished if pq.read_metadata(path).num_rows)
     if rows == 0:  # from_generator cannot build an empty dataset
         return datasets.Dataset.from_dict({name: [] for name in features}, features=features)
     paths = [str(path) for _, path, _ in finished]
-    # from_generator writes Arrow to the cache as it goes; its cache key covers the shard paths,
-    # whose content is fixed by the run fingerprint in their folder name.
-    return datasets.Dataset.from_generator(_rows, gen_kwargs={"paths": paths, "kept": kept}, features=features)
+    # from_generator writes Arrow to the cache as it goes and keys it on its arguments: the paths, and
+    # their sizes and modification times, since a run whose inputs cannot be fingerprinted (mark-parallel
+    # without inputs_id) writes the same paths again with other rows.
+    stamps = [(path.stat().st_size, path.stat().st_mtime_ns) for _, path, _ in finished]
+    return datasets.Dataset.from_generator(_rows, gen_kwargs={"paths": paths, "kept": kept, "stamps": stamps},
+                                           features=features)
 
 
 @dataclasses.dataclass

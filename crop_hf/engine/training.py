@@ -44,7 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crop_hf.engine.arguments import LoraArguments, TrainingArguments
+from crop_hf import hub
+from crop_hf.engine.arguments import LoraArguments, TrainingLoopArguments
 from crop_hf.engine.checkpoints import adamw, apply_gradients, resume_position, save_checkpoint
 from crop_hf.engine.shards import running_alone
 
@@ -87,7 +88,7 @@ class TrainingRun:
     """Where :func:`train` ended: the prepared model, the per-step losses, the learning curve, the clock."""
 
     accelerator: Any
-    args: TrainingArguments
+    args: TrainingLoopArguments
     #: the prepared (possibly wrapped) model; :meth:`unwrapped` or :meth:`save_model` for the plain one
     model: Any
     completed_steps: int
@@ -159,11 +160,9 @@ class TrainingRun:
             if card is not None:
                 card().save(self.output_dir / "README.md")
             if args.push_to_hub:
-                from crop_hf.hub import push_folder
-
                 extra = {"commit_message": commit_message} if commit_message else {}
-                push_folder(self.output_dir, args.hub_model_id or self.output_dir.name, token=args.hub_token,
-                            private=args.hub_private_repo, **extra)
+                hub.push_folder(self.output_dir, args.hub_model_id or self.output_dir.name, token=args.hub_token,
+                                private=args.hub_private_repo, **extra)
         accelerator.wait_for_everyone()
         # Not end_training(): it destroys the process group, which a caller such as self-training still needs.
         accelerator.free_memory()
@@ -183,7 +182,7 @@ def write_all_results(path: str | Path, results: Mapping[str, Any]) -> dict[str,
     return results
 
 
-def start(args: TrainingArguments, accelerator: Any = None, *, cpu: bool = False) -> Any:
+def start(args: TrainingLoopArguments, accelerator: Any = None, *, cpu: bool = False) -> Any:
     """The ``Accelerator`` to train with (created from ``args`` when not given), after ``set_seed(args.seed)``.
 
     Call it before loading the model, so that newly initialised weights follow the seed. A passed
@@ -243,7 +242,7 @@ def _agreed(accelerator: Any, flags: list[bool]) -> list[bool]:
     return [bool(v) for v in tensor.tolist()]
 
 
-def train(task: TrainingTask, args: TrainingArguments, accelerator: Any) -> TrainingRun:
+def train(task: TrainingTask, args: TrainingLoopArguments, accelerator: Any) -> TrainingRun:
     """Run the training loop over ``task`` as ``args`` say, on ``accelerator`` (from :func:`start`).
 
     Steps: ``max_train_steps``, else ``num_train_epochs`` over the loader (per process, after

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from crop_hf.metrics.projection import evaluate_projection, projection_errors
+from crop_hf.ner.evaluate import score_tags
 
 __all__ = ["EVALUATE_MODULES", "evaluate_projection", "path", "projection_errors", "projection_scores"]
 
@@ -80,8 +81,6 @@ def projection_scores(
         raise ValueError(f"{len(kept)} kept flags but {len(predictions)} predictions")
     # A dropped sentence scored over "all" is one whose every gold entity was missed: all-O
     # predictions. The scoring itself is evaluation's seqeval scoring, so the two agree.
-    from crop_hf.ner.evaluate import score_tags
-
     gold_tags: list[list[str]] = []
     projected_tags: list[list[str]] = []
     n_kept = 0

@@ -40,6 +40,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import crop_hf.projection.methods
+from crop_hf.alignment import EflomalAligner
+from crop_hf.labels import tags_to_spans
+from crop_hf.projection.methods import (
+    PROJECTION_METHODS,
+    ProjectionExample,
+    check_options,
+    get_method,
+    parse_method,
+)
+from crop_hf.projection.target import TargetSentence
+from crop_hf.tables import format_table
+
 __all__ = [
     "ERROR_KINDS",
     "ProjectionEvaluation",
@@ -67,8 +80,6 @@ def projection_errors(predictions: Sequence[Sequence[str]], references: Sequence
     >>> projection_errors([["B-LOC", "I-LOC", "O", "B-PER", "O"]], [["B-LOC", "O", "O", "B-ORG", "B-PER"]])
     {'correct': 0, 'type': 1, 'boundary': 1, 'missed': 1, 'spurious': 0}
     """
-    from crop_hf.labels import tags_to_spans
-
     if len(predictions) != len(references):
         raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
     counts = dict.fromkeys(ERROR_KINDS, 0)
@@ -144,8 +155,6 @@ def format_projection_table(evaluation: ProjectionEvaluation, *, style: str = "t
     F1 per entity type gets a column per type when there are at most ``max_types`` types (semantic
     parses have dozens of slot types: their per-type scores are in the JSON and the plot).
     """
-    from crop_hf.tables import format_table
-
     types = sorted({t for row in evaluation.rows for t in row.per_type})
     types = types if len(types) <= max_types else []
     header = ["method", "aligner", "P", "R", "F1", "kept P", "kept R", "kept F1", "kept", "entities",
@@ -176,8 +185,6 @@ def _pairs(corpus: Sequence[Any], side: str) -> list[tuple[list[str], list[str]]
 def _method_rows(methods: Sequence[str] | Mapping[str, Any] | None) -> list[tuple[str, str, dict[str, Any]]]:
     """``(row name, method, options)``: method names (with ``?key=value&...`` options), or
     ``{row name: (method, options)}``."""
-    from crop_hf.projection.methods import PROJECTION_METHODS, check_options, get_method, parse_method
-
     if methods is None:
         methods = list(PROJECTION_METHODS)
     if isinstance(methods, Mapping):
@@ -216,11 +223,6 @@ def evaluate_projection(
         alignments: ``{name: links per sentence}`` computed already (they replace aligning with the
             aligner of that name, which then need not be given).
     """
-    from crop_hf.alignment import EflomalAligner
-    from crop_hf.labels import tags_to_spans
-    from crop_hf.projection.methods import ProjectionExample, get_method, project_examples
-    from crop_hf.projection.target import TargetSentence
-
     source_pairs, target_pairs = _pairs(source, "source"), _pairs(target, "target")
     if len(source_pairs) != len(target_pairs):
         raise ValueError(f"{len(source_pairs)} source sentences but {len(target_pairs)} target sentences: "
@@ -268,7 +270,7 @@ def evaluate_projection(
                     example.entities = [(" ".join(tokens[s.start:s.end]), s.label) for s in spans[k]]
                 examples.append(example)
             started = time.perf_counter()
-            results = project_examples(method, examples, **options)
+            results = crop_hf.projection.methods.project_examples(method, examples, **options)
             seconds = time.perf_counter() - started
             rows.append(_score(name, method, aligner_name, options, results, gold, seconds))
     return ProjectionEvaluation(rows, len(source_pairs), sum(map(len, spans)),
@@ -277,7 +279,7 @@ def evaluate_projection(
 
 def _score(name: str, method: str, aligner: str | None, options: dict[str, Any], results: Sequence[Any],
            gold: Sequence[Sequence[str]], seconds: float) -> ProjectionRow:
-    from crop_hf.metrics import projection_scores
+    from crop_hf.metrics import projection_scores  # import cycle: crop_hf.metrics imports this module
 
     predictions = [{"tags": result.tags, "kept": result.kept} for result in results]
     over_all = projection_scores(predictions, gold, over="all")

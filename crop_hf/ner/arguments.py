@@ -3,7 +3,7 @@
 Three groups, as in the transformers examples: what to start from (:class:`ModelArguments`, with
 the LoRA options of :class:`crop_hf.engine.arguments.LoraArguments`), what to train and evaluate
 on (:class:`DataArguments`) and how to train (:class:`NerTrainingArguments`: the engine's
-:class:`~crop_hf.engine.arguments.TrainingArguments` with NER's defaults). :func:`parse_arguments`
+:class:`~crop_hf.engine.arguments.TrainingLoopArguments` with NER's defaults). :func:`parse_arguments`
 accepts a JSON or YAML file as first argument and command-line overrides after it:
 
 >>> model_args, data_args, training_args = parse_arguments(
@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from crop_hf.engine.arguments import LoraArguments, TrainingArguments
+from crop_hf.arguments import parse_config
+from crop_hf.engine.arguments import LoraArguments, TrainingLoopArguments
 
 __all__ = ["ARGUMENT_CLASSES", "DataArguments", "ModelArguments", "NerTrainingArguments", "parse_arguments"]
 
@@ -88,7 +89,7 @@ class DataArguments:
 
 
 @dataclass
-class NerTrainingArguments(TrainingArguments):
+class NerTrainingArguments(TrainingLoopArguments):
     """Optimisation, time budget, checkpointing and publishing: the engine's options with NER's defaults
     (24 sentences a batch, learning rate 2e-5, weight decay 0.01, 10% warm-up, as in the CroP paper)."""
 
@@ -102,6 +103,4 @@ def parse_arguments(argv: Sequence[str] | None = None):
     ``argv`` may start with a ``.json``/``.yaml``/``.yml`` file of argument values; options given
     after it override the file. Unknown keys in the file are an error that names them.
     """
-    from crop_hf.arguments import parse_config
-
     return parse_config(ARGUMENT_CLASSES, argv, prog="crop-hf train-ner")

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from crop_hf.data.features import encode_tags
+from crop_hf.data.tokenization import tokenize_words
 from crop_hf.labels import LabelConflictError, LabelSet, reconcile_labels
 
 __all__ = ["choose_labels", "training_rows"]
@@ -47,8 +48,6 @@ def training_rows(source: Any, label_set: LabelSet, label_map: Mapping[str, str]
                   max_length: int, max_samples: int | None):
     """The train split of an :class:`~crop_hf.data.sources.NerSource` as ``input_ids``, ``attention_mask``
     and first-subword ``labels`` (ids of ``label_set``), its first ``max_samples`` sentences only if given."""
-    from crop_hf.data.tokenization import tokenize_words
-
     rows = source.split("train")
     if max_samples is not None:
         rows = rows.select(range(min(max_samples, len(rows))))

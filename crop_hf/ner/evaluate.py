@@ -18,7 +18,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crop_hf.labels import split_tag
+from crop_hf.data.features import tag_strings
+from crop_hf.data.sources import load_source, parse_source_spec, split_by_language
+from crop_hf.data.tokenization import pad_batch, tokenize_words
+from crop_hf.errors import reaching
+from crop_hf.labels import LabelConflictError, split_tag
+from crop_hf.tables import format_table, score_rows
 
 logger = logging.getLogger(__name__)
 
@@ -131,8 +136,6 @@ def predict_tags(model, tokenizer, sentences: Sequence[Sequence[str]], *, batch_
     import torch
     from torch.utils.data import DataLoader
 
-    from crop_hf.data.tokenization import pad_batch, tokenize_words
-
     id2label = {int(k): v for k, v in model.config.id2label.items()} if hasattr(model, "config") else None
     if id2label is None:  # a DDP-wrapped model
         id2label = {int(k): v for k, v in model.module.config.id2label.items()}
@@ -189,8 +192,6 @@ def predict_tags(model, tokenizer, sentences: Sequence[Sequence[str]], *, batch_
 def _check_types(reference_names: set[str], model_types: set[str], where: str, drop_unknown: bool) -> set[str]:
     unknown = {t for name in reference_names if (t := split_tag(name)[1]) is not None} - model_types
     if unknown and not drop_unknown:
-        from crop_hf.labels import LabelConflictError
-
         raise LabelConflictError(
             f"{where}: entity types {sorted(unknown)} are not among the model's labels {sorted(model_types)}; the model "
             "can never predict them. Rename them with label_map, or pass drop_unknown_types to score them as O")
@@ -209,9 +210,6 @@ def evaluate_ner(model, tokenizer, eval_sets: Mapping[str, Any], *, split: str =
     corpus and the model need not number their labels alike. Entity types the model does not know
     raise :class:`~crop_hf.labels.LabelConflictError` unless ``drop_unknown_types``.
     """
-    from crop_hf.data.features import tag_strings
-    from crop_hf.data.sources import parse_source_spec
-
     config = model.config if hasattr(model, "config") else model.module.config
     model_types = {t for name in config.id2label.values() if (t := split_tag(name)[1]) is not None}
     languages: dict[str, LanguageScores] = {}
@@ -239,8 +237,6 @@ def load_eval_sets(specs: Sequence[str], split: str, *, max_samples: int | None 
                    datasets: Mapping[str, Any] | None = None) -> dict[str, tuple[Any, str]]:
     """``{lang: (rows, spec)}`` for ``split`` of each source spec; a corpus with several languages in its
     ``lang`` column (``xtreme40:all``) gives one entry per language."""
-    from crop_hf.data.sources import load_source, split_by_language
-
     out: dict[str, tuple[Any, str]] = {}
     for spec in specs:
         source = load_source(spec, dataset=(datasets or {}).get(spec), splits=(split,))
@@ -266,8 +262,6 @@ def evaluate_pretrained(model_name_or_path: str, specs: Sequence[str], *, split:
     import torch
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-    from crop_hf.errors import reaching
-
     with reaching(model_name_or_path):
         tokenizer = AutoTokenizer.from_pretrained(model_name_or_path)
         model = AutoModelForTokenClassification.from_pretrained(model_name_or_path)
@@ -280,8 +274,6 @@ def evaluate_pretrained(model_name_or_path: str, specs: Sequence[str], *, split:
 
 def format_ner_table(evaluation: NerEvaluation, per_type: bool = True) -> str:
     """A text table: languages (and ``avg``) as columns; P, R, F1 and per-type F1 as rows, in percent."""
-    from crop_hf.tables import format_table, score_rows
-
     columns, rows = score_rows(evaluation, per_type)
     return format_table([evaluation.split, *columns], rows, align_first="left")
 

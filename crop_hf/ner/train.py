@@ -16,11 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from crop_hf.data.sources import load_source, mix_weights, weighted_mix_loader
+from crop_hf.data.tokenization import pad_batch
 from crop_hf.engine.arguments import hyperparameters
 from crop_hf.engine.training import TrainingTask, start, train, wrap_lora
+from crop_hf.errors import reaching
+from crop_hf.hub import ner_model_card
 from crop_hf.labels import LabelSet, parse_label_map
 from crop_hf.ner.arguments import DataArguments, ModelArguments, NerTrainingArguments
 from crop_hf.ner.data import choose_labels, training_rows
+from crop_hf.ner.evaluate import evaluate_ner, format_ner_table, load_eval_sets, ner_results
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +49,6 @@ class TrainingResult:
 def _load_model(model_args: ModelArguments, sources):
     """Tokenizer, token classifier with a head over the reconciled labels (LoRA-wrapped if asked), label set."""
     from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokenizer
-
-    from crop_hf.errors import reaching
 
     with reaching(model_args.tokenizer_name or model_args.model_name_or_path, "tokenizer"):
         tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path,
@@ -76,9 +78,6 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
     Writes to ``output_dir``: the model and tokenizer, ``all_results.json``, ``README.md`` (model
     card), and ``step_N``/``epoch_N`` checkpoints when asked. Returns a :class:`TrainingResult`.
     """
-
-    from crop_hf.data.tokenization import pad_batch
-    from crop_hf.ner.evaluate import evaluate_ner, format_ner_table, load_eval_sets, ner_results
 
     output_dir = Path(training_args.output_dir)
     training_args.checkpoint_every()  # a malformed value fails before any loading
@@ -147,8 +146,6 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
     results = ner_results(evaluations, extra) if accelerator.is_main_process else {}
 
     def card():
-        from crop_hf.hub import ner_model_card
-
         return ner_model_card(
             model_name=training_args.hub_model_id or output_dir.name,
             base_model=model_args.model_name_or_path,

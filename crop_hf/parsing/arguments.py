@@ -1,6 +1,6 @@
 """Options of parser training: the encoder, the corpora of semantic parses, and how to train.
 
-:class:`ParserTrainingArguments` is the engine's :class:`~crop_hf.engine.arguments.TrainingArguments`
+:class:`ParserTrainingArguments` is the engine's :class:`~crop_hf.engine.arguments.TrainingLoopArguments`
 with the parser's defaults (32 utterances a batch, learning rate 3e-5, 10 epochs) and one option of
 its own, ``head_learning_rate``.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from crop_hf.engine.arguments import TrainingArguments
+from crop_hf.engine.arguments import TrainingLoopArguments
 
 __all__ = ["ARGUMENT_CLASSES", "ParserDataArguments", "ParserModelArguments", "ParserTrainingArguments"]
 
@@ -107,7 +107,7 @@ class ParserDataArguments:
 
 
 @dataclass
-class ParserTrainingArguments(TrainingArguments):
+class ParserTrainingArguments(TrainingLoopArguments):
     """Optimisation, time budget, checkpointing and publishing (the engine's options, with parser defaults)."""
 
     per_device_train_batch_size: int = field(default=32, metadata={"help": "Utterances per batch and process."})

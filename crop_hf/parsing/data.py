@@ -24,6 +24,12 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import crop_hf.data.sources
+from crop_hf.data.readers import FormatError, SkippedRecords
+from crop_hf.labels import iob1_to_iob2, tags_to_spans
+from crop_hf.parsing.predict import encode_words, nested_frame
+from crop_hf.seqlogical import ParseError, UnrepresentableParse, from_flat, parse, to_frame
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["COLUMNS", "dev_split", "encode_rows", "frame_from_targets", "frame_targets", "label_sets",
@@ -46,10 +52,8 @@ def load_parse_rows(spec: str, split: str, *, dataset=None):
     """
     import datasets
 
-    from crop_hf.data.sources import load_spec
-
     body, side = split_side(spec)
-    loaded = dataset if dataset is not None else load_spec(body)
+    loaded = dataset if dataset is not None else crop_hf.data.sources.load_spec(body)
     if isinstance(loaded, datasets.Dataset):
         loaded = datasets.DatasetDict({"train": loaded})
     if split not in loaded:
@@ -69,8 +73,6 @@ def load_parse_rows(spec: str, split: str, *, dataset=None):
 
 def _tree_labels(parts: Sequence[Any]) -> tuple[set[str], set[str]]:
     """Every intent and slot name in the ``parse`` trees of ``parts`` (unreadable parses are skipped here)."""
-    from crop_hf.seqlogical import ParseError, parse
-
     intents: set[str] = set()
     slots: set[str] = set()
     for part in parts:
@@ -121,8 +123,6 @@ def frame_targets(frame, intent_ids: dict[str, int], tag_ids: dict[str, int], sl
     >>> frame_targets(frame, {"A": 0, "C": 1}, {"O": 0, "B-B": 1, "I-B": 2, "B-D": 3, "I-D": 4}, {"B": 0, "D": 1})
     {'span_targets': [[1, 3, 0, 2], [2, 3, 1, 0]], 'inner_targets': [[1, 3, 1]], 'inner_labels': [[0, 3]]}
     """
-    from crop_hf.labels import tags_to_spans
-
     out: dict[str, list] = {"span_targets": [], "inner_targets": [], "inner_labels": []}
     pending = [(frame, offset)]
     while pending:
@@ -147,8 +147,7 @@ def frame_from_targets(intent: str, slot_tags: Sequence[str], inner_targets: Seq
     Nested intents are placed by their word positions, as the model's decoder places them
     (:func:`crop_hf.parsing.predict.nested_frame`).
     """
-    from crop_hf.modeling.modeling_joint import NestedParse
-    from crop_hf.parsing.predict import nested_frame
+    from crop_hf.modeling.modeling_joint import NestedParse  # heavy (torch): loaded on first use
 
     nodes = [NestedParse(start, end, intent_id, list(labels))
              for (start, end, intent_id), labels in zip(inner_targets, inner_labels, strict=True)]
@@ -172,9 +171,6 @@ def row_frames(rows, max_intent_depth: int, where: str = "rows", skipped=None) -
     :class:`~crop_hf.data.readers.SkippedRecords`, by reason) with its ``source`` (``file:line``)
     when rows have one, else ``where`` and the row number.
     """
-    from crop_hf.data.readers import FormatError, SkippedRecords
-    from crop_hf.seqlogical import ParseError, UnrepresentableParse, from_flat, to_frame
-
     skipped = skipped if skipped is not None else SkippedRecords()
     columns = rows.column_names
     # lists, not datasets' lazy columns: indexing one of those queries the table (and fingerprints) per row
@@ -240,17 +236,13 @@ def encode_rows(rows, tokenizer, model, max_length: int, *, where: str = "rows",
     For a hierarchical model also the nested targets (:func:`frame_targets`) of each row's tree;
     rows whose tree it cannot represent are left out, counted in ``skipped`` (:func:`row_frames`).
     """
-    from crop_hf.labels import iob1_to_iob2
-    from crop_hf.modeling.crf import is_valid_bio
-    from crop_hf.parsing.predict import encode_words
+    from crop_hf.modeling.crf import is_valid_bio  # heavy (torch): loaded on first use
 
     intent_ids = {name: i for i, name in enumerate(model.config.intent_labels)}
     tag_ids = {name: i for i, name in enumerate(model.config.slot_labels)}
     hierarchical = model.config.max_intent_depth > 1
     frames = None
     if hierarchical:
-        from crop_hf.data.readers import SkippedRecords
-
         skipped = skipped if skipped is not None else SkippedRecords()
         before = skipped.total
         frames = row_frames(rows, model.config.max_intent_depth, where, skipped)

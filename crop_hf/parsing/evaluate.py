@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from crop_hf.data.readers import SkippedRecords
+from crop_hf.metrics.parsing import parse_scores
+from crop_hf.parsing.data import row_frames
+from crop_hf.parsing.predict import predict_parses, to_parse
+
 __all__ = ["evaluate_parser"]
 
 
 def _gold_parses(rows) -> list[str]:
-    from crop_hf.parsing.predict import to_parse
-
     if "parse" in rows.column_names:
         return list(rows["parse"])
     return [to_parse(t, i, s) for t, i, s in zip(rows["tokens"], rows["intent"], rows["slot_tags"], strict=True)]
@@ -32,11 +35,6 @@ def evaluate_parser(model, tokenizer, rows, *, batch_size: int = 64, max_length:
     ``scores["unrepresentable"]``: ``count``, ``reasons`` and ``examples`` (with file:line, or
     ``where`` and the row) of the gold trees ``model`` cannot produce; they stay in the scores, as wrong.
     """
-    from crop_hf.data.readers import SkippedRecords
-    from crop_hf.metrics.parsing import parse_scores
-    from crop_hf.parsing.data import row_frames
-    from crop_hf.parsing.predict import predict_parses
-
     predictions = predict_parses(model, tokenizer, rows["tokens"], batch_size=batch_size, max_length=max_length,
                                  show_progress=show_progress)
     domains = rows["domain"] if "domain" in rows.column_names else None

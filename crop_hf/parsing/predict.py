@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from crop_hf.seqlogical import IntentFrame, from_flat
+from crop_hf.data.tokenization import pad_batch, tokenize_words
+from crop_hf.seqlogical import IntentFrame, ParseError, UnrepresentableParse, from_flat, to_frame
 
 __all__ = ["ParserPrediction", "collate", "encode_words", "nested_frame", "predict_parses", "prediction", "score_parses",
            "to_parse"]
@@ -71,8 +72,6 @@ def encode_words(tokenizer, words: Sequence[Sequence[str]], max_length: int) -> 
     would leave a gap in the word positions; such words are encoded as the unknown token instead,
     so every word keeps its position and gets a tag.
     """
-    from crop_hf.data.tokenization import tokenize_words
-
     words = [list(w) for w in words]
     encoded = tokenize_words(tokenizer, words, max_length)
     for row, positions in enumerate(encoded["word_index"]):
@@ -90,8 +89,6 @@ def encode_words(tokenizer, words: Sequence[Sequence[str]], max_length: int) -> 
 def collate(rows: Sequence[dict], pad_token_id: int) -> dict:
     """Pad encoded rows into tensors; ``intent_labels`` and word-level ``slot_labels`` (-100 padded) when present."""
     import torch
-
-    from crop_hf.data.tokenization import pad_batch
 
     batch = pad_batch([{k: row[k] for k in ("input_ids", "attention_mask", "word_index")} for row in rows],
                       pad_token_id)
@@ -162,7 +159,7 @@ def prediction(words: Sequence[str], result, intent_labels: Sequence[str], slot_
 def _decoded_form(frame, kept: int, intent_ids: dict[str, int], tag_ids: dict[str, int]):
     """The :class:`~crop_hf.modeling.ParsedUtterance` of a gold frame over its first ``kept`` words, or
     ``None`` where the model cannot produce it (a label it lacks; a slot past the kept words)."""
-    from crop_hf.modeling import NestedParse, ParsedUtterance
+    from crop_hf.modeling import NestedParse, ParsedUtterance  # heavy (torch): loaded on first use
 
     def nodes(current, offset: int) -> list:
         return [NestedParse(offset + start, offset + start + len(child.slot_tags), intent_ids[child.intent],
@@ -194,8 +191,7 @@ def score_parses(model, tokenizer, parses: Sequence[str], *, batch_size: int = 6
     """
     import math
 
-    from crop_hf.modeling import ParsedUtterance
-    from crop_hf.seqlogical import ParseError, UnrepresentableParse, to_frame
+    from crop_hf.modeling import ParsedUtterance  # heavy (torch): loaded on first use
 
     config = model.config
     intent_ids = {name: i for i, name in enumerate(config.intent_labels)}

@@ -19,6 +19,8 @@ import random
 from collections import defaultdict
 from typing import Any
 
+from crop_hf.seqlogical import ParseError, Tree, flatten_top_level, from_flat, parse
+
 __all__ = ["substitute_slots", "with_substituted_slots"]
 
 
@@ -45,8 +47,6 @@ def substitute_slots(rows: Any, copies: int, *, probability: float = 0.5, seed: 
     [IN:GET_WEATHER is it cold in [SL:LOCATION Pune ] ]
     """
     import datasets
-
-    from crop_hf.seqlogical import ParseError, Tree, flatten_top_level, from_flat, parse
 
     if copies < 0:
         raise ValueError(f"copies must be 0 or more, got {copies}")

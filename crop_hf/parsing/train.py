@@ -11,7 +11,7 @@
 * **staged recipe** (CSTOP): fine-tune on English, then continue from that model on code-switched
   data with ``init_from``; labels the first stage did not see are added to the heads.
 * **few-shot** (CSTOP_100): ``few_shot=100`` trains on a sample covering every intent and slot label
-  (:func:`crop_hf.parsing.fewshot.few_shot_indices`), ``few_shot_seed`` picks one of the draws.
+  (:func:`crop_hf.data.fewshot.few_shot_indices`), ``few_shot_seed`` picks one of the draws.
 * **nested trees**: ``max_intent_depth`` above 1 trains the hierarchical decoder on whole trees
   (intents inside slots); trees it cannot represent are left out, counted by reason with file:line
   (``skipped_trees`` in ``all_results.json``).
@@ -35,10 +35,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crop_hf.data.fewshot import few_shot_indices
+from crop_hf.data.readers import SkippedRecords
+from crop_hf.data.sources import mix_weights, weighted_mix_loader
 from crop_hf.engine.arguments import hyperparameters
+from crop_hf.engine.checkpoints import adamw
 from crop_hf.engine.training import TrainingTask, start, train
+from crop_hf.hub import parser_model_card
+from crop_hf.metrics.parsing import format_parse_table
+from crop_hf.parsing import predict
 from crop_hf.parsing.arguments import ParserDataArguments, ParserModelArguments, ParserTrainingArguments
 from crop_hf.parsing.data import dev_split, encode_rows, label_sets, load_parse_rows, split_side
+from crop_hf.parsing.evaluate import evaluate_parser
+from crop_hf.parsing.substitution import with_substituted_slots
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +71,7 @@ def _extend_labels(model, intents: list[str], tags: list[str], max_intent_depth:
     keeping what it learned for the old ones; new parts start fresh."""
     import torch
 
-    from crop_hf.modeling import JointIntentSlotModel
+    from crop_hf.modeling import JointIntentSlotModel  # heavy (torch): loaded on first use
 
     old = model.config
     depth = max(old.max_intent_depth, max_intent_depth or 1)
@@ -102,7 +111,7 @@ def _extend_labels(model, intents: list[str], tags: list[str], max_intent_depth:
 def _load_model(model_args: ParserModelArguments, parts):
     from transformers import AutoTokenizer
 
-    from crop_hf.modeling import JointIntentSlotModel
+    from crop_hf.modeling import JointIntentSlotModel  # heavy (torch): loaded on first use
 
     if model_args.init_from:
         model = JointIntentSlotModel.from_pretrained(model_args.init_from)
@@ -122,8 +131,6 @@ def _load_model(model_args: ParserModelArguments, parts):
 
 def _optimizer(model, training_args: ParserTrainingArguments):
     import torch
-
-    from crop_hf.engine.checkpoints import adamw
 
     if training_args.head_learning_rate is None:
         return adamw(model, training_args.learning_rate, training_args.weight_decay)
@@ -194,13 +201,6 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
     import torch
     from datasets import concatenate_datasets
 
-    from crop_hf.data.sources import mix_weights, weighted_mix_loader
-    from crop_hf.metrics.parsing import format_parse_table
-    from crop_hf.parsing.evaluate import evaluate_parser
-    from crop_hf.parsing.fewshot import few_shot_indices
-    from crop_hf.parsing.predict import collate
-    from crop_hf.parsing.substitution import with_substituted_slots
-
     output_dir = Path(training_args.output_dir)
     training_args.checkpoint_every()  # a malformed value fails before any loading
     accelerator = start(training_args, accelerator)
@@ -246,7 +246,6 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
                 logger.info("%s: %d training rows with the substituted copies", spec, len(rows))
             parts.append(rows)
     tokenizer, model = _load_model(model_args, parts)
-    from crop_hf.data.readers import SkippedRecords
 
     skipped = {spec: SkippedRecords() for spec in data_args.train_sources}
     with accelerator.main_process_first():
@@ -254,7 +253,7 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
                                skipped=skipped[spec])
                    for spec, rows in zip(data_args.train_sources, parts, strict=True)]
     train_loader = weighted_mix_loader(encoded, weights, batch_size=training_args.per_device_train_batch_size,
-                                       collate_fn=lambda rows: collate(rows, tokenizer.pad_token_id),
+                                       collate_fn=lambda rows: predict.collate(rows, tokenizer.pad_token_id),
                                        seed=training_args.seed, group_by_length=training_args.group_by_length)
     sampler = train_loader.sampler
     eval_sources = data_args.eval_sources or list(data_args.train_sources)
@@ -347,8 +346,6 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
         results["history"] = run.history
 
     def card():
-        from crop_hf.hub import parser_model_card
-
         return parser_model_card(
             model_name=training_args.hub_model_id or output_dir.name, config=model.config,
             train_sources=list(zip(data_args.train_sources, weights, [len(p) for p in parts], strict=True)),

@@ -41,7 +41,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crop_hf.labels import tags_to_spans
+from crop_hf.data.features import tag_strings
+from crop_hf.data.sources import is_split_by_language, load_spec, split_by_language
+from crop_hf.labels import rename_tag, tags_to_spans
+from crop_hf.metrics import projection_scores
 
 logger = logging.getLogger(__name__)
 
@@ -263,10 +266,6 @@ def read_gold(spec: str, languages: Sequence[str], *, split: str | None = None,
     """
     import datasets
 
-    from crop_hf.data.features import tag_strings
-    from crop_hf.data.sources import is_split_by_language, load_spec, split_by_language
-    from crop_hf.labels import rename_tag
-
     def splits_of(loaded, where: str) -> list:
         if isinstance(loaded, datasets.Dataset):
             return [loaded]
@@ -351,8 +350,6 @@ def gold_scores(kept, dropped, gold: Mapping[str, tuple[list[str], list[str]]], 
     sentences found in the gold set) and ``unmatched_tokens`` (found, but tokenized differently
     beyond what :func:`retokenize_tags` can bridge; left out).
     """
-    from crop_hf.metrics import projection_scores
-
     predictions: list = []
     references: list = []
     unmatched = 0

@@ -10,8 +10,9 @@ processes, :mod:`crop_hf.synthesis.stages` for what happens to each sentence and
 :mod:`crop_hf.synthesis.filters` for the filters. Importing this package is light.
 """
 
+from crop_hf.engine.language import LanguageIdFilter
 from crop_hf.synthesis.config import SynthesisConfig
-from crop_hf.synthesis.filters import SYNTHESIS_REASONS, LanguageIdFilter
+from crop_hf.synthesis.filters import SYNTHESIS_REASONS
 from crop_hf.synthesis.runner import SynthesisResult, SynthesisRunner, synthesize
 from crop_hf.synthesis.stages import SynthesisModels
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from crop_hf.arguments import changes_results
+from crop_hf.engine.jobs import result_arguments, result_fields
 
 __all__ = ["EFLOMAL", "RESULT_FIELDS", "SynthesisConfig"]
 
@@ -22,63 +25,63 @@ class SynthesisConfig:
     target_langs: list[str] = field(metadata={"help": "Target languages (M2M100 codes), e.g. de es nl."})
     input: str = field(
         default="xtreme40",
-        metadata={"help": "Raw target sentences: a text file per language with '{lang}' in its path "
+        metadata=changes_results({"help": "Raw target sentences: a text file per language with '{lang}' in its path "
                   "(one sentence per line), a folder of '<lang>.txt' files, or a source spec such as "
                   "'xtreme40' or 'xtreme40?data_dir=/data/panx' (a crop-hf builder, config = language) or "
-                  "'hub:NAME:{lang}', whose train sentences are used without their labels."},
+                  "'hub:NAME:{lang}', whose train sentences are used without their labels."}),
     )
     output_dir: str = field(default="crop-hf-synthesis", metadata={"help": "Where shards, the dataset and its card go."})
     overwrite_output_dir: bool = field(
         default=False, metadata={"help": "Replace a finished result of other settings in output_dir (without it, "
                                          "such a folder is an error; the same settings resume)."})
-    source_lang: str = field(default="en", metadata={"help": "Language of the source NER model."})
-    mt_model: str = field(default="facebook/m2m100_418M", metadata={"help": "Multilingual translation model."})
-    mt_revision: str | None = field(default=None, metadata={"help": "Hub revision of the translation model."})
+    source_lang: str = field(default="en", metadata=changes_results({"help": "Language of the source NER model."}))
+    mt_model: str = field(default="facebook/m2m100_418M", metadata=changes_results({"help": "Multilingual translation model."}))
+    mt_revision: str | None = field(default=None, metadata=changes_results({"help": "Hub revision of the translation model."}))
     ner_model: str = field(
         default="FacebookAI/xlm-roberta-large-finetuned-conll03-english",
-        metadata={"help": "Source-language NER model (token classification)."},
+        metadata=changes_results({"help": "Source-language NER model (token classification)."}),
     )
-    ner_revision: str | None = field(default=None, metadata={"help": "Hub revision of the NER model."})
+    ner_revision: str | None = field(default=None, metadata=changes_results({"help": "Hub revision of the NER model."}))
     method: str = field(
         default="lexical",
-        metadata={"help": "Projection method: how labels reach the raw sentence (lexical, as CroP; fuzzy; "
-                          "alignment, CSTOP's translate-and-align; see crop_hf.projection.methods)."},
+        metadata=changes_results({"help": "Projection method: how labels reach the raw sentence (lexical, as CroP; fuzzy; "
+                          "alignment, CSTOP's translate-and-align; see crop_hf.projection.methods)."}),
     )
     alignment_model: str | None = field(
         default=None,
-        metadata={"help": "Word aligner of method='alignment' or 'hybrid': an encoder (e.g. "
+        metadata=changes_results({"help": "Word aligner of method='alignment' or 'hybrid': an encoder (e.g. "
                           "bert-base-multilingual-cased, SimAlign-style), or 'eflomal' (statistical, no pretrained "
                           "model; pip install 'crop-hf[align]'). eflomal aligns the sentence pairs of each shard "
-                          "together, so a shard is its corpus: keep shard_size in the thousands."},
+                          "together, so a shard is its corpus: keep shard_size in the thousands."}),
     )
     backend: Literal["transformers", "ctranslate2"] = field(
         default="transformers",
-        metadata={"help": "Translation engine: transformers (generate) or ctranslate2 (converted once, cached; "
-                  "pip install 'crop-hf[fast]')."},
+        metadata=changes_results({"help": "Translation engine: transformers (generate) or ctranslate2 (converted once, cached; "
+                  "pip install 'crop-hf[fast]')."}),
     )
     compute_type: str | None = field(
         default=None,
-        metadata={"help": "CTranslate2 compute type: float32 (default on CPU) or int8; float16 (default on GPU) "
-                  "or int8_float16."},
+        metadata=changes_results({"help": "CTranslate2 compute type: float32 (default on CPU) or int8; float16 (default on GPU) "
+                  "or int8_float16."}),
     )
-    batch_size: int = field(default=16, metadata={"help": "Sentences per translation/tagging batch."})
-    num_beams: int = field(default=5, metadata={"help": "Beam size of both translations."})
+    batch_size: int = field(default=16, metadata=changes_results({"help": "Sentences per translation/tagging batch."}))
+    num_beams: int = field(default=5, metadata=changes_results({"help": "Beam size of both translations."}))
     num_return_sequences: int = field(
-        default=3, metadata={"help": "Beam hypotheses tried, in order, until one keeps every marker intact."}
+        default=3, metadata=changes_results({"help": "Beam hypotheses tried, in order, until one keeps every marker intact."})
     )
-    max_new_tokens: int = field(default=256, metadata={"help": "Generation length limit."})
+    max_new_tokens: int = field(default=256, metadata=changes_results({"help": "Generation length limit."}))
     constrain_markers: bool = field(
         default=False,
-        metadata={"help": "Marker-constrained decoding of the labeled translation (markers complete by construction)."})
-    max_words: int = field(default=128, metadata={"help": "Drop raw sentences longer than this (CroP: 128)."})
-    max_sentences: int | None = field(default=None, metadata={"help": "Read at most this many sentences per language."})
-    shard_size: int = field(default=1000, metadata={"help": "Sentences per resumable shard."})
+        metadata=changes_results({"help": "Marker-constrained decoding of the labeled translation (markers complete by construction)."}))
+    max_words: int = field(default=128, metadata=changes_results({"help": "Drop raw sentences longer than this (CroP: 128)."}))
+    max_sentences: int | None = field(default=None, metadata=changes_results({"help": "Read at most this many sentences per language."}))
+    shard_size: int = field(default=1000, metadata=changes_results({"help": "Sentences per resumable shard."}))
     strict_input: bool = field(
         default=False, metadata={"help": "Stop at an input line that is not valid UTF-8 (naming file and line) "
                                          "instead of dropping it as 'undecodable'."})
-    language_filter: bool = field(default=True, metadata={"help": "Drop translations langid identifies as another language than the "
-                                             "target or source one (--no_language_filter keeps them)."})
-    seed: int = field(default=0, metadata={"help": "Random seed (generation is deterministic with beam search)."})
+    language_filter: bool = field(default=True, metadata=changes_results({"help": "Drop translations langid identifies as another language than the "
+                                             "target or source one (--no_language_filter keeps them)."}))
+    seed: int = field(default=0, metadata=changes_results({"help": "Random seed (generation is deterministic with beam search)."}))
     device: str | None = field(default=None, metadata={"help": "torch device; default: the Accelerate device."})
     show_progress: bool = field(default=True, metadata={"help": "Show tqdm progress bars on the main process."})
     report: bool = field(
@@ -128,17 +131,11 @@ class SynthesisConfig:
                                   "pip install 'crop-hf[report]'")
 
     def result_arguments(self) -> dict[str, Any]:
-        """The fields that change results: they make up the shard fingerprint."""
-        values = asdict(self)
-        return {name: values[name] for name in RESULT_FIELDS}
+        """The fields that change results (marked ``"result"`` in their metadata): they make up the shard fingerprint."""
+        return result_arguments(self)
 
 
-#: Fields whose change invalidates finished shards. Not here: output_dir, overwrite_output_dir, target_langs (each
-#: language has its own shard folder and its language filter only involves that language and the
-#: source language), device, show_progress and report.
-RESULT_FIELDS: tuple[str, ...] = (
-    "input", "source_lang", "mt_model", "mt_revision", "ner_model", "ner_revision", "method",
-    "alignment_model", "backend", "compute_type", "batch_size", "num_beams", "num_return_sequences",
-    "max_new_tokens", "constrain_markers", "max_words",
-    "max_sentences", "shard_size", "language_filter", "seed",
-)
+#: Fields whose change invalidates finished shards (marked in their metadata). Not marked: output_dir,
+#: overwrite_output_dir, target_langs (each language has its own shard folder and its language filter only
+#: involves that language and the source language), strict_input, device, show_progress and report.
+RESULT_FIELDS: tuple[str, ...] = result_fields(SynthesisConfig)

@@ -10,7 +10,7 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["UndecodableLine", "iter_raw_sentences", "shards_of"]
+__all__ = ["UndecodableLine", "iter_raw_sentences"]
 
 
 class UndecodableLine(str):
@@ -133,13 +133,3 @@ def iter_raw_sentences(source: Any, lang: str, *, text_column: str | None = None
     else:
         sentences = _from_rows(source, text_column)
     return itertools.islice(sentences, limit)
-
-
-def shards_of(sentences: Iterable[str], shard_size: int) -> Iterator[tuple[int, list[str]]]:
-    """Cut a stream into numbered shards of ``shard_size`` sentences (the last may be shorter)."""
-    iterator = iter(sentences)
-    for index in itertools.count():
-        shard = list(itertools.islice(iterator, shard_size))
-        if not shard:
-            return
-        yield index, shard

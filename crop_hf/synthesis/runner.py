@@ -1,33 +1,24 @@
-"""Run CroP corpus synthesis: its shards (:mod:`crop_hf.engine.shards`), the merged dataset and its card."""
+"""Run CroP corpus synthesis as a job of :mod:`crop_hf.engine.jobs`: its shards, the merged dataset and its card."""
 
 from __future__ import annotations
 
-import json
 import logging
-import shlex
-import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from crop_hf.console import without_subword_heuristic_warning
-from crop_hf.engine.shards import (
-    ShardStore,
-    atomic_write_bytes,
-    describe_inputs,
-    merge_shards,
-    process_state,
-    run_sharded,
-    save_dataset_dict,
-    shard_statistics,
-)
+from crop_hf.engine.jobs import CorpusJob, ShardResult, push_output, run_job
+from crop_hf.engine.language import language_filter
+from crop_hf.engine.shards import process_state, shards_of
 from crop_hf.projection.methods import foreign_rules
+from crop_hf.synthesis.card import synthesis_card
 from crop_hf.synthesis.config import SynthesisConfig
-from crop_hf.synthesis.filters import STATISTICS_COLUMNS, language_filter
-from crop_hf.synthesis.inputs import iter_raw_sentences, shards_of
-from crop_hf.synthesis.rows import discarded_features, kept_features
-from crop_hf.synthesis.stages import SynthesisModels, process_shard
+from crop_hf.synthesis.filters import REASONS, STATISTICS_COLUMNS
+from crop_hf.synthesis.inputs import iter_raw_sentences
+from crop_hf.synthesis.rows import DiscardedSentence, KeptSentence, kept_features
+from crop_hf.synthesis.stages import SynthesisModels, synthesize_shard
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +65,12 @@ class SynthesisResult:
                 f"\ncard: {self.output_dir / 'README.md'}{resumed}")
 
 
-class SynthesisRunner:
+class SynthesisRunner(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult]):
     """Synthesizes pseudo-labeled NER corpora for ``config.target_langs`` (see :mod:`crop_hf.synthesis`).
+
+    A job on the contract of :mod:`crop_hf.engine.jobs`: one key per target language, whose raw
+    sentences are cut into shards of ``config.shard_size``; the step is
+    :func:`~crop_hf.synthesis.stages.synthesize_shard`.
 
     Args:
         config: what to run.
@@ -86,14 +81,19 @@ class SynthesisRunner:
     Several processes (``torchrun`` / ``accelerate launch``) split the shards between them: shard
     ``k`` of every language belongs to process ``k % num_processes``; the main process waits for
     the others and merges. Each finished shard is on disk, so a rerun skips it
-    (:func:`crop_hf.engine.shards.run_sharded`).
+    (:func:`crop_hf.engine.jobs.run_job`).
     """
 
+    name = "synthesize"
+    reasons = REASONS
+    kept_type = KeptSentence
+    dropped_type = DiscardedSentence
+    unit = "sent"
+    per_key = " of each language"
+
     def __init__(self, config: SynthesisConfig, models: SynthesisModels | None = None, inputs: Any = None) -> None:
-        self.config = config
         self._models = models
-        self._inputs = inputs
-        self.store = ShardStore(config.output_dir, {**config.result_arguments(), "inputs": describe_inputs(inputs)})
+        super().__init__(config, inputs)
         #: per language, how many of this process's shards an earlier run had already finished (set by :meth:`run`)
         self.skipped_shards: dict[str, int] = {}
 
@@ -103,63 +103,51 @@ class SynthesisRunner:
             self._models = SynthesisModels.load(self.config, device=self.config.device or process_state().device)
         return self._models
 
-    def _shards(self, lang: str) -> Iterator[tuple[int, list[str]]]:
-        source = self._inputs if self._inputs is not None else self.config.input
-        sentences = iter_raw_sentences(source, lang, limit=self.config.max_sentences, strict=self.config.strict_input)
-        return shards_of(sentences, self.config.shard_size)
-
     def run(self) -> SynthesisResult:
         """Process every unfinished shard of this process, then (main process) merge and write the card.
 
         Bars: this run's own (``config.show_progress``, main process); other libraries' bars are
         the caller's to switch (``crop-hf synthesize`` uses :func:`crop_hf.console.progress_bars`).
         """
+        with without_subword_heuristic_warning():  # said by the tagger on every call (XLM-R's tokenizer)
+            result = run_job(self)
+        self.skipped_shards = dict(result.skipped_shards)
+        return result
+
+    def before_run(self) -> None:
         for line in foreign_rules(self.config.method, self.config.target_langs):
             logger.warning(line)  # German's rules on Spanish, say: once per run, before hours of work
-        with without_subword_heuristic_warning():  # said by the tagger on every call (XLM-R's tokenizer)
-            run = run_sharded(self.store, self.config.target_langs, self._shards, self._process, self.merge,
-                              show_progress=self.config.show_progress, description="synthesize", unit="sent",
-                              per_key=" of each language", overwrite=self.config.overwrite_output_dir)
-        self.skipped_shards = run.skipped
-        result = run.merged or SynthesisResult(Path(self.config.output_dir))
-        result.skipped_shards = dict(run.skipped)
-        return result
 
-    def _process(self, lang: str, index: int, sentences: list[str], status) -> tuple[list[dict], list[dict], dict]:
+    def shard_keys(self) -> list[str]:
+        return list(self.config.target_langs)
+
+    def shards(self, lang: str) -> Iterator[tuple[int, list[str]]]:
+        source = self.inputs if self.inputs is not None else self.config.input
+        sentences = iter_raw_sentences(source, lang, limit=self.config.max_sentences, strict=self.config.strict_input)
+        return shards_of(sentences, self.config.shard_size)
+
+    def process(self, lang: str, index: int, sentences: Sequence[str], status: Any
+                ) -> ShardResult[KeptSentence, DiscardedSentence]:
         # built on first use (a resumed language never needs langid), once per process
         checks = language_filter(self.config.source_lang, lang) if self.config.language_filter else None
-        kept, discarded, reasons = process_shard(sentences, lang, self.config, self.models, checks, on_stage=status)
-        logger.info("%s shard %d: %d of %d kept", lang, index, len(kept), len(sentences))
-        return kept, discarded, dict(reasons)
+        return synthesize_shard(sentences, lang, self.config, self.models, checks, on_stage=status)
 
-    def merge(self) -> SynthesisResult:
-        """Merge the finished shards into ``dataset/`` and ``discarded/`` (``DatasetDict`` per language)."""
-        import datasets
+    def kept_features(self) -> Any:
+        return kept_features(self._label_names())
 
-        output = Path(self.config.output_dir)
-        labels = self._label_names()
-        statistics: dict[str, dict[str, int]] = {}
-        kept, discarded = datasets.DatasetDict(), datasets.DatasetDict()
-        for lang in self.config.target_langs:
-            finished = list(self.store.finished(lang))  # read each shard's statistics once
-            statistics[lang] = shard_statistics(finished, STATISTICS_COLUMNS)
-            kept[lang] = merge_shards(finished, True, kept_features(labels))
-            discarded[lang] = merge_shards(finished, False, discarded_features())
-        save_dataset_dict(kept, output / "dataset")
-        save_dataset_dict(discarded, output / "discarded")
-        result = SynthesisResult(output, statistics)
-        atomic_write_bytes(output / "statistics.json", json.dumps(statistics, indent=2).encode("utf-8"))
-        from crop_hf.hub import synthesis_card
-
-        command_line = shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]])
-        card = synthesis_card(self.config, statistics, labels, command_line=command_line,
+    def card(self, statistics: Mapping[str, Mapping[str, float]], *, command_line: str) -> str:
+        return synthesis_card(self.config, statistics, self._label_names(), command_line=command_line,
                               fingerprint=self.store.fingerprint, columns=STATISTICS_COLUMNS)
-        atomic_write_bytes(output / "README.md", card.encode("utf-8"))
-        if self.config.report:
-            from crop_hf.report import write_report
 
-            write_report(output)  # plots under report/, linked from the card just written
-        return result
+    def after_merge(self, statistics: Mapping[str, Mapping[str, float]]) -> None:
+        if self.config.report:
+            from crop_hf.report import write_report  # matplotlib: only for runs that ask for plots
+
+            write_report(self.output_dir)  # plots under report/, linked from the card just written
+
+    def result(self, statistics: Mapping[str, Mapping[str, float]], skipped: Mapping[str, int]) -> SynthesisResult:
+        return SynthesisResult(self.output_dir, {lang: dict(stats) for lang, stats in statistics.items()},
+                               dict(skipped))
 
     def _label_names(self) -> list[str]:
         """The NER model's label set; read from its config when the models were never loaded (all shards done)."""
@@ -182,12 +170,4 @@ def synthesize(config: SynthesisConfig, models: SynthesisModels | None = None, i
 
 def push_to_hub(result: SynthesisResult, repo_id: str, *, private: bool = False, token: str | None = None) -> str:
     """Publish the synthesized dataset (parquet, one split per language), its report plots, then its card; returns the URL."""
-    import datasets
-
-    from crop_hf.hub import push_dataset
-
-    card = (result.output_dir / "README.md").read_text(encoding="utf-8")
-    report = result.output_dir / "report"  # the card links these files (crop-hf report / synthesize --report)
-    return push_dataset(datasets.load_from_disk(str(result.dataset_path)), repo_id, card, private=private,
-                        token=token, folders={"report": report} if report.is_dir() else None)
-
+    return push_output(result.output_dir, repo_id, private=private, token=token)

@@ -19,21 +19,24 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any
 
+from crop_hf.engine.jobs import ShardResult
+from crop_hf.engine.language import LanguageIdFilter
+from crop_hf.engine.records import each_or_none, entity_spans
 from crop_hf.labels import LabelSet
 from crop_hf.projection import tokenize_target
 from crop_hf.projection.methods import ProjectionExample, get_method, project_examples, word_spans
+from crop_hf.projection.result import ProjectionResult
 from crop_hf.synthesis.config import EFLOMAL, SynthesisConfig
-from crop_hf.synthesis.filters import LanguageIdFilter
 from crop_hf.synthesis.inputs import UndecodableLine
 from crop_hf.synthesis.rows import DiscardedSentence, KeptSentence
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SynthesisModels", "each_or_none", "entity_spans", "process_shard"]
+__all__ = ["SentenceRecord", "SynthesisModels", "process_shard", "synthesize_shard"]
 
 
 @dataclass
@@ -76,6 +79,117 @@ class SynthesisModels:
         return cls(translator, tagger, LabelSet.of_model(tagger.model.config.id2label), aligner)
 
 
+@dataclass
+class SentenceRecord:
+    """One raw sentence on its way through the stages: each stage fills its fields, a filter sets ``reason``."""
+
+    text: str
+    lang: str
+    source_translation: str = ""
+    #: what the source NER model found in ``source_translation``, as character spans
+    source_entities: list[dict] = field(default_factory=list)
+    labeled_translation: str = ""
+    back_translation: str = ""
+    #: the entities of the labeled back-translation (lexical and fuzzy projection read them)
+    translated_entities: list = field(default_factory=list)
+    projection: ProjectionResult | None = None
+    #: the first filter that failed (``None``: still alive)
+    reason: str | None = None
+
+    def drop(self, reason: str) -> None:
+        """Drop the sentence with ``reason``, unless an earlier filter already did."""
+        if self.reason is None:
+            self.reason = reason
+
+
+def synthesize_shard(
+    sentences: Sequence[str],
+    lang: str,
+    config: SynthesisConfig,
+    models: SynthesisModels,
+    language_filter: LanguageIdFilter | None,
+    on_stage: Callable[[str], None] | None = None,
+) -> ShardResult[KeptSentence, DiscardedSentence]:
+    """Run every stage on one shard: each sentence comes back kept or dropped with its first reason.
+
+    Kept sentences carry ``tokens``, ``ner_tags`` (ids of ``models.labels``), ``lang`` and
+    provenance; dropped ones carry the sentence, its tokens, the reason and whatever stages
+    produced, in the schema :func:`crop_hf.self_training.self_train` reads (``tokens``, ``lang``,
+    ``projected_tags``). ``on_stage`` is called with each stage's name as it starts (progress display).
+    """
+    stage = on_stage or (lambda name: None)
+    src = config.source_lang
+    records = [SentenceRecord(text, lang) for text in sentences]
+
+    marker_style = getattr(models.translator, "marker_style", None)
+    for record in records:
+        if isinstance(record.text, UndecodableLine):
+            record.drop("undecodable")
+        elif len(record.text.split()) > config.max_words:
+            record.drop("too_long")
+        elif marker_style is not None and marker_style.find(record.text):
+            record.drop("contains_marker")  # the translator would refuse it, and its labels could not be trusted
+    alive = [r for r in records if r.reason is None]
+
+    # 1. translate into the source language
+    stage("translate")
+    generation = {"num_beams": config.num_beams, "max_new_tokens": config.max_new_tokens}
+    translate_to_source = partial(models.translator, src_lang=lang, tgt_lang=src, num_return_sequences=1,
+                                  **generation)
+    for record, output in _apply(translate_to_source, alive, [r.text for r in alive]):
+        translation = record.source_translation = output["translation"]
+        if not translation or (language_filter and not language_filter.accepts(translation, src)):
+            record.drop("wrong_language_source")
+    alive = [r for r in alive if r.reason is None]
+
+    # 2. tag the translations with the source NER model
+    stage("tag")
+    tag = partial(_tag, models.tagger, batch_size=config.batch_size)
+    for record, entities in _apply(tag, alive, [r.source_translation for r in alive]):
+        record.source_entities = entity_spans(record.source_translation, entities)
+        if not record.source_entities:
+            record.drop("all_o")
+    alive = [r for r in alive if r.reason is None]
+
+    method = get_method(config.method)
+    if method.uses_alignment:
+        # CSTOP's translate-and-align: the source spans reach the raw sentence through word links.
+        stage("align")
+        examples = []
+        for record in alive:
+            source = tokenize_target(record.source_translation, src)
+            examples.append(ProjectionExample(tokenize_target(record.text, lang), source_tokens=source.tokens,
+                                              source_spans=word_spans(source, record.source_entities)))
+    else:
+        # 3. back-translate with markers
+        stage("back-translate")
+        translate_back = partial(models.translator, src_lang=src, tgt_lang=lang,
+                                 num_return_sequences=config.num_return_sequences, **generation)
+        labeled = [{"text": r.source_translation, "entities": r.source_entities} for r in alive]
+        for record, output in _apply(translate_back, alive, labeled):
+            record.labeled_translation = output["marked_translation"]
+            record.back_translation = output["translation"]
+            record.translated_entities = output["entities"]
+            if not output["complete"]:
+                record.drop("markers_incomplete")
+            elif language_filter and not language_filter.accepts(output["translation"], lang):
+                record.drop("wrong_language_target")
+        alive = [r for r in alive if r.reason is None]
+        examples = [ProjectionExample(tokenize_target(r.text, lang), entities=r.translated_entities) for r in alive]
+    # 4. project onto the raw sentence (the registry's method; CroP drops incomplete sentences)
+    stage("project")
+    results = project_examples(config.method, examples, aligner=models.aligner, drop_incomplete=True)
+    for record, result in zip(alive, results, strict=True):
+        record.projection = result
+        # 5. the projection filters
+        if not result.complete:
+            record.drop("projection_incomplete")
+        elif all(tag == "O" for tag in result.tags):
+            record.drop("all_o")
+    return ShardResult([_kept(r, models.labels) for r in records if r.reason is None],
+                       [_dropped(r) for r in records if r.reason is not None])
+
+
 def process_shard(
     sentences: Sequence[str],
     lang: str,
@@ -84,93 +198,10 @@ def process_shard(
     language_filter: LanguageIdFilter | None,
     on_stage: Callable[[str], None] | None = None,
 ) -> tuple[list[dict], list[dict], Counter]:
-    """Run every stage on one shard; returns ``(kept rows, discarded rows, reason counts)``.
-
-    Kept rows carry ``tokens``, ``ner_tags`` (ids of ``models.labels``), ``lang`` and provenance;
-    discarded rows carry the sentence, its tokens, the reason and whatever stages produced, in the
-    schema :func:`crop_hf.self_training.self_train` reads (``tokens``, ``lang``, ``projected_tags``).
-    ``on_stage`` is called with each stage's name as it starts (progress display).
-    """
-    stage = on_stage or (lambda name: None)
-
-    src = config.source_lang
-    records = [{"text": text, "lang": lang, "source_translation": "", "labeled_translation": "",
-                "back_translation": "", "reason": None} for text in sentences]
-
-    def drop(record: dict, reason: str) -> None:
-        if record["reason"] is None:
-            record["reason"] = reason
-
-    marker_style = getattr(models.translator, "marker_style", None)
-    for record in records:
-        if isinstance(record["text"], UndecodableLine):
-            drop(record, "undecodable")
-        elif len(record["text"].split()) > config.max_words:
-            drop(record, "too_long")
-        elif marker_style is not None and marker_style.find(record["text"]):
-            drop(record, "contains_marker")  # the translator would refuse it, and its labels could not be trusted
-    alive = [r for r in records if r["reason"] is None]
-
-    # 1. translate into the source language
-    stage("translate")
-    generation = {"num_beams": config.num_beams, "max_new_tokens": config.max_new_tokens}
-    translate_to_source = partial(models.translator, src_lang=lang, tgt_lang=src, num_return_sequences=1,
-                                  **generation)
-    for record, output in _apply(translate_to_source, alive, [r["text"] for r in alive], drop):
-        translation = record["source_translation"] = output["translation"]
-        if not translation or (language_filter and not language_filter.accepts(translation, src)):
-            drop(record, "wrong_language_source")
-    alive = [r for r in alive if r["reason"] is None]
-
-    # 2. tag the translations with the source NER model
-    stage("tag")
-    tag = partial(_tag, models.tagger, batch_size=config.batch_size)
-    for record, entities in _apply(tag, alive, [r["source_translation"] for r in alive], drop):
-        record["source_entities"] = entity_spans(record["source_translation"], entities)
-        if not record["source_entities"]:
-            drop(record, "all_o")
-    alive = [r for r in alive if r["reason"] is None]
-
-    method = get_method(config.method)
-    if method.uses_alignment:
-        # CSTOP's translate-and-align: the source spans reach the raw sentence through word links.
-        stage("align")
-        examples = []
-        for record in alive:
-            source = tokenize_target(record["source_translation"], src)
-            examples.append(ProjectionExample(tokenize_target(record["text"], lang), source_tokens=source.tokens,
-                                              source_spans=word_spans(source, record["source_entities"])))
-    else:
-        # 3. back-translate with markers
-        stage("back-translate")
-        translate_back = partial(models.translator, src_lang=src, tgt_lang=lang,
-                                 num_return_sequences=config.num_return_sequences, **generation)
-        labeled = [{"text": r["source_translation"], "entities": r["source_entities"]} for r in alive]
-        for record, output in _apply(translate_back, alive, labeled, drop):
-            record["labeled_translation"] = output["marked_translation"]
-            record["back_translation"] = output["translation"]
-            record["translated_entities"] = output["entities"]
-            if not output["complete"]:
-                drop(record, "markers_incomplete")
-            elif language_filter and not language_filter.accepts(output["translation"], lang):
-                drop(record, "wrong_language_target")
-        alive = [r for r in alive if r["reason"] is None]
-        examples = [ProjectionExample(tokenize_target(r["text"], lang), entities=r["translated_entities"])
-                    for r in alive]
-    # 4. project onto the raw sentence (the registry's method; CroP drops incomplete sentences)
-    stage("project")
-    results = project_examples(config.method, examples, aligner=models.aligner, drop_incomplete=True)
-    for record, result in zip(alive, results, strict=True):
-        record["projection"] = result
-    # 5. the projection filters
-    for record in records:
-        projection = record.get("projection")
-        if record["reason"] is None and projection is not None:
-            if not projection.complete:
-                drop(record, "projection_incomplete")
-            elif all(tag == "O" for tag in projection.tags):
-                drop(record, "all_o")
-    return _rows(records, models.labels)
+    """:func:`synthesize_shard` as rows: ``(kept rows, discarded rows, reason counts)`` (the shard files' form)."""
+    result = synthesize_shard(sentences, lang, config, models, language_filter, on_stage)
+    return ([asdict(row) for row in result.kept], [asdict(row) for row in result.dropped],
+            Counter(row.reason for row in result.dropped))
 
 
 def tagger_token_limit(tagger: Any) -> int | None:
@@ -205,91 +236,33 @@ def _tag(tagger: Any, texts: list[str], batch_size: int) -> list:
     return tagger(texts, batch_size=batch_size)
 
 
-def _apply(call: Callable[[list], list], records: list[dict], inputs: list, drop) -> Iterator[tuple[dict, Any]]:
+def _apply(call: Callable[[list], list], records: list[SentenceRecord], inputs: list
+           ) -> Iterator[tuple[SentenceRecord, Any]]:
     """``(record, output)`` for each record the stage handled; the others are dropped as ``pipeline_error``."""
     for record, output in zip(records, each_or_none(call, inputs), strict=True):
         if output is None:
-            drop(record, "pipeline_error")
+            record.drop("pipeline_error")
         else:
             yield record, output
 
 
-def each_or_none(call: Callable[[list], list], items: list) -> list:
-    """``call(items)``; if a record makes it raise, redo the batch one record at a time.
-
-    Every pipeline stage of a long run calls its model through this (synthesis, translate-and-align).
-
-    A record the pipeline refuses (``ValueError``/``TypeError``, e.g. text it cannot mark) gets
-    ``None`` and is dropped with reason ``pipeline_error`` instead of stopping the corpus run. Other
-    errors (out of memory, a missing model) are not about one record and propagate.
-    """
-    refused = (ValueError, TypeError)
-    if not items:
-        return []
-    try:
-        return list(call(items))
-    except refused as error:
-        logger.warning("a batch of %d failed (%s); retrying its records one by one", len(items), error)
-    results = []
-    for item in items:
-        try:
-            results.append(call([item])[0])
-        except refused as error:
-            logger.warning("dropping a record the pipeline refused: %s", error)
-            results.append(None)
-    return results
+def _provenance(record: SentenceRecord) -> dict[str, Any]:
+    return {"source_translation": record.source_translation, "labeled_translation": record.labeled_translation,
+            "back_translation": record.back_translation,
+            "source_labels": [entity["label"] for entity in record.source_entities]}
 
 
-def entity_spans(text: str, entities: list[dict]) -> list[dict]:
-    """Token-classification entities as ``{"start", "end", "label"}`` character spans, trimmed of spaces.
-
-    ``entities`` is what a ``token-classification`` pipeline returned for ``text`` (grouped, with
-    ``entity_group``, or per token, with ``entity``); a span that overlaps the one kept before it is
-    left out, so the spans never overlap.
-    """
-    spans = []
-    for entity in entities:
-        start, end = int(entity["start"]), int(entity["end"])
-        while start < end and text[start].isspace():
-            start += 1
-        while end > start and text[end - 1].isspace():
-            end -= 1
-        if start < end and (not spans or start >= spans[-1]["end"]):
-            spans.append({"start": start, "end": end, "label": entity.get("entity_group", entity.get("entity"))})
-    return spans
+def _kept(record: SentenceRecord, labels: LabelSet) -> KeptSentence:
+    projection = record.projection
+    return KeptSentence(tokens=projection.tokens, ner_tags=labels.encode(projection.tags), lang=record.lang,
+                        **_provenance(record), projection_status=[s.status for s in projection.statuses],
+                        tokenization=projection.tokenization)
 
 
-def _rows(records: list[dict], labels: LabelSet) -> tuple[list[dict], list[dict], Counter]:
-    """Each record as the row it becomes (:class:`KeptSentence` or :class:`DiscardedSentence`, as a dict)."""
-    from crop_hf.projection import tokenize_target
-
-    kept, discarded, reasons = [], [], Counter()
-    for record in records:
-        projection = record.get("projection")
-        provenance = {
-            "source_translation": record["source_translation"],
-            "labeled_translation": record["labeled_translation"],
-            "back_translation": record["back_translation"],
-            "source_labels": [entity["label"] for entity in record.get("source_entities", [])],
-        }
-        if record["reason"] is None:
-            kept.append(asdict(KeptSentence(
-                tokens=projection.tokens,
-                ner_tags=labels.encode(projection.tags),
-                lang=record["lang"],
-                **provenance,
-                projection_status=[s.status for s in projection.statuses],
-                tokenization=projection.tokenization,
-            )))
-        else:
-            reasons[record["reason"]] += 1
-            discarded.append(asdict(DiscardedSentence(
-                text=record["text"],
-                tokens=projection.tokens if projection else tokenize_target(record["text"], record["lang"]).tokens,
-                projected_tags=projection.tags if projection else None,
-                lang=record["lang"],
-                reason=record["reason"],
-                **provenance,
-                projection_status=[s.status for s in projection.statuses] if projection else [],
-            )))
-    return kept, discarded, reasons
+def _dropped(record: SentenceRecord) -> DiscardedSentence:
+    projection = record.projection
+    return DiscardedSentence(
+        text=record.text,
+        tokens=projection.tokens if projection else tokenize_target(record.text, record.lang).tokens,
+        projected_tags=projection.tags if projection else None, lang=record.lang, reason=record.reason,
+        **_provenance(record), projection_status=[s.status for s in projection.statuses] if projection else [])

@@ -14,7 +14,7 @@ __all__ = ["LabeledSequenceTranslationPipeline", "LanguageSetup", "resolve_langu
 
 def __getattr__(name: str) -> Any:
     if name == "LabeledSequenceTranslationPipeline":
-        from crop_hf.translation.pipeline import LabeledSequenceTranslationPipeline
+        from crop_hf.translation.pipeline import LabeledSequenceTranslationPipeline  # heavy (torch)
 
         return LabeledSequenceTranslationPipeline
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """Options of marker MT training: the model and its markers, the marked data, and how to train.
 
-:class:`TranslationTrainingArguments` is the engine's :class:`~crop_hf.engine.arguments.TrainingArguments`
+:class:`TranslationTrainingArguments` is the engine's :class:`~crop_hf.engine.arguments.TrainingLoopArguments`
 with marker MT's defaults (16 pairs a batch, learning rate 5e-5, no weight decay, 5% warm-up) and
 its own options: length grouping, label smoothing, the marker loss weight, the fused loss and the
 evaluation's decodings.
@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from crop_hf.engine.arguments import LoraArguments, TrainingArguments
+from crop_hf.arguments import parse_config
+from crop_hf.engine.arguments import LoraArguments, TrainingLoopArguments
 
 __all__ = ["ARGUMENT_CLASSES", "TranslationDataArguments", "TranslationModelArguments",
            "TranslationTrainingArguments", "parse_translation_arguments"]
@@ -73,7 +74,7 @@ class TranslationDataArguments:
 
 
 @dataclass
-class TranslationTrainingArguments(TrainingArguments):
+class TranslationTrainingArguments(TrainingLoopArguments):
     """Optimisation, evaluation, checkpointing and publishing (the engine's options with marker MT's defaults)."""
 
     per_device_train_batch_size: int = field(default=16, metadata={"help": "Sentence pairs per batch and process."})
@@ -104,6 +105,4 @@ ARGUMENT_CLASSES = (TranslationModelArguments, TranslationDataArguments, Transla
 
 def parse_translation_arguments(argv: Sequence[str] | None = None):
     """``(model_args, data_args, training_args)`` from a command line, optionally after a JSON/YAML file."""
-    from crop_hf.arguments import parse_config
-
     return parse_config(ARGUMENT_CLASSES, argv, prog="train-translation")

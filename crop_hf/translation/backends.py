@@ -52,6 +52,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from crop_hf.hub import crop_hf_cache_dir
 from crop_hf.registry import Registry
 
 if TYPE_CHECKING:
@@ -202,8 +203,6 @@ def check_embeddings_cover_vocabulary(model: Any, tokenizer: Any) -> None:
 
 def default_cache_dir() -> Path:
     """``$CROP_HF_CACHE/ctranslate2``, or ``$HF_HOME/crop_hf/ctranslate2`` (:func:`crop_hf.hub.crop_hf_cache_dir`)."""
-    from crop_hf.hub import crop_hf_cache_dir
-
     return crop_hf_cache_dir() / "ctranslate2"
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from crop_hf.data.sources import length_grouped_order
 from crop_hf.translation.arguments import TranslationDataArguments
+from crop_hf.translation.languages import resolve_languages
+from crop_hf.translation.parallel import MarkingConfig, remark
 
 __all__ = ["EpochSampler", "collate_pairs", "load_marked_dataset", "resampled", "tokenize_pairs"]
 
@@ -35,8 +37,6 @@ def load_marked_dataset(path: str | Path):
 def tokenize_pairs(dataset, tokenizer, codes: Mapping[str, str], max_source: int, max_target: int):
     """Tokenize each language pair with the tokenizer's own source/target conventions (language tokens)."""
     from datasets import concatenate_datasets
-
-    from crop_hf.translation.languages import resolve_languages
 
     pairs = sorted(set(zip(dataset["src_lang"], dataset["tgt_lang"], strict=True)))
     parts = []
@@ -82,8 +82,6 @@ def collate_pairs(rows: list[dict], pad_id: int, decoder_start: int, pad_multipl
 def resampled(dataset, data_args: TranslationDataArguments, style: str, seed: int):
     """The dataset with markers drawn afresh from each pair's phrase pairs (``seed`` = base seed + epoch)."""
     import random
-
-    from crop_hf.translation.parallel import MarkingConfig, remark
 
     config = MarkingConfig(slot_prob=data_args.slot_prob, max_slots=data_args.max_slots, min_gap=data_args.min_gap,
                            marker_style=style)

@@ -148,7 +148,7 @@ def evaluate_translation(
     """
     from tqdm.auto import tqdm
 
-    from crop_hf.translation.pipeline import LabeledSequenceTranslationPipeline
+    from crop_hf.translation.pipeline import LabeledSequenceTranslationPipeline  # heavy (torch): on first use
 
     style = get_marker_style(marker_style)
     codes = dict(language_codes or {})

@@ -27,29 +27,47 @@ their character offsets, so the text between markers keeps its original spacing.
 from __future__ import annotations
 
 import gzip
+import hashlib
+import json
 import logging
 import random
 import re
+import shutil
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import islice
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from crop_hf.arguments import changes_results
 from crop_hf.data.readers.words import read_function_words
+from crop_hf.engine.jobs import CorpusJob, ShardResult, result_arguments, run_job
+from crop_hf.engine.shards import (
+    atomic_write_bytes,
+    process_state,
+    row_descriptions,
+    save_dataset_dict,
+    shard_statistics,
+    shards_of,
+)
+from crop_hf.hub import size_category
 from crop_hf.markers import MarkerStyle, get_marker_style
 
 __all__ = [
     "DROP_REASONS",
+    "DroppedPair",
+    "MarkParallelJob",
+    "MarkParallelRun",
     "MarkedPair",
+    "MarkedRow",
     "MarkingConfig",
     "MarkingResult",
     "ParallelPair",
     "consistent_phrase_pairs",
     "mark_pair",
     "mark_parallel",
+    "marked_parallel_card",
     "pairs_from_dataset",
     "pairs_from_files",
     "read_function_words",
@@ -114,29 +132,44 @@ class MarkedPair:
 
 @dataclass
 class MarkingConfig:
-    """How phrase pairs are chosen and marked (the ``crop-hf mark-parallel`` options besides the inputs)."""
+    """How phrase pairs are chosen and marked (the ``crop-hf mark-parallel`` options besides the inputs).
 
-    slot_prob: float = field(default=0.85, metadata={"help": "Probability that a sentence pair gets markers (CroP: 0.85)."})
-    max_slots: int = field(default=14, metadata={"help": "Most marked phrase pairs per sentence pair (CroP: 14)."})
-    max_phrase_length: int = field(default=4, metadata={"help": "Most words per side of a phrase pair."})
+    The fields marked with ``changes_results`` change the marked rows: they make a run's fingerprint
+    (:func:`crop_hf.engine.jobs.result_arguments`), so a rerun with other values starts afresh.
+    ``shard_size`` only cuts the same rows into other files.
+    """
+
+    slot_prob: float = field(
+        default=0.85, metadata=changes_results({"help": "Probability that a sentence pair gets markers (CroP: 0.85)."}))
+    max_slots: int = field(
+        default=14, metadata=changes_results({"help": "Most marked phrase pairs per sentence pair (CroP: 14)."}))
+    max_phrase_length: int = field(
+        default=4, metadata=changes_results({"help": "Most words per side of a phrase pair."}))
     min_gap: int = field(
-        default=1, metadata={"help": "Fewest words between two chosen phrases, on both sides (0 allows adjacent slots)."})
+        default=1, metadata=changes_results({"help": "Fewest words between two chosen phrases, on both sides "
+                                                     "(0 allows adjacent slots)."}))
     random_slot_numbers: bool = field(
-        default=True, metadata={"help": "Number slots at random (else left to right in the source)."})
+        default=True, metadata=changes_results({"help": "Number slots at random (else left to right in the source)."}))
     marker_style: Literal["crop", "easyproject"] = field(
-        default="crop", metadata={"help": "crop: __SLOT{i}__ on both sides; easyproject: [ ... ]."})
+        default="crop", metadata=changes_results({"help": "crop: __SLOT{i}__ on both sides; easyproject: [ ... ]."}))
     function_words_file: str | None = field(
         default=None,
-        metadata={"help": "A file of closed-class words (articles, prepositions, pronouns...), one 'lang<TAB>word' "
+        metadata=changes_results({
+                  "help": "A file of closed-class words (articles, prepositions, pronouns...), one 'lang<TAB>word' "
                           "per line: no slot begins or ends with one of its side's words, so that slots look like "
-                          "entity mentions (default: any phrase pair)."})
-    both_directions: bool = field(default=False, metadata={"help": "Also emit every pair target-to-source."})
-    max_words: int = field(default=200, metadata={"help": "Drop pairs with a side longer than this (words)."})
+                          "entity mentions (default: any phrase pair)."}))
+    both_directions: bool = field(
+        default=False, metadata=changes_results({"help": "Also emit every pair target-to-source."}))
+    max_words: int = field(
+        default=200, metadata=changes_results({"help": "Drop pairs with a side longer than this (words)."}))
     align_chunk_size: int = field(
         default=200_000,
-        metadata={"help": "Sentence pairs aligned together (eflomal learns from the whole chunk; memory grows with it)."})
+        metadata=changes_results({
+                  "help": "Sentence pairs aligned together (eflomal learns from the whole chunk; memory grows with "
+                          "it); a chunk is also the shard a rerun resumes from."}))
     shard_size: int = field(default=10_000, metadata={"help": "Rows per parquet shard written."})
-    seed: int = field(default=0, metadata={"help": "Seed of phrase and slot-number choices (same seed, same data)."})
+    seed: int = field(
+        default=0, metadata=changes_results({"help": "Seed of phrase and slot-number choices (same seed, same data)."}))
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.slot_prob <= 1.0:
@@ -387,7 +420,9 @@ def remark(
 
 @dataclass
 class MarkingResult:
-    """The marked dataset, drop counts by reason and timings (seconds)."""
+    """The marked dataset, counts (pairs ``read``, ``dropped_<reason>``, ``marked_pairs``, ``slots``, ``rows``)
+    and this call's timings in seconds (``read``, ``align``, ``extract_and_mark``, ``write``: the rest, from
+    writing shards to the card, and ``total``)."""
 
     dataset: Any  # datasets.Dataset
     counts: Counter = field(default_factory=Counter)
@@ -403,11 +438,39 @@ class MarkingResult:
         return "\n".join(lines)
 
 
-_COLUMNS = ("source", "target", "src_lang", "tgt_lang", "slots", "source_text", "target_text", "phrase_pairs",
-            "origin", "line")
+@dataclass
+class MarkedRow:
+    """One row of the marked dataset: a sentence pair in one direction."""
+
+    source: str = field(metadata={"help": "the source sentence with markers"})
+    target: str = field(metadata={"help": "the target sentence with the same markers"})
+    src_lang: str = field(metadata={"help": "the source language"})
+    tgt_lang: str = field(metadata={"help": "the target language"})
+    slots: list[dict[str, Any]] = field(metadata={"help": "per marked phrase pair: its slot number, source and target"})
+    source_text: str = field(metadata={"help": "the source sentence without markers"})
+    target_text: str = field(metadata={"help": "the target sentence without markers"})
+    phrase_pairs: list[list[int]] = field(
+        metadata={"help": "every candidate phrase pair as character spans (source start, end, target start, end), "
+                          "for drawing markers afresh each epoch"})
+    origin: str = field(metadata={"help": "the file or dataset the pair comes from"})
+    line: int = field(metadata={"help": "its line (files, from 1) or row (datasets, from 0) there"})
+
+
+@dataclass
+class DroppedPair:
+    """A sentence pair dropped before alignment, why, and where it came from."""
+
+    reason: str = field(metadata={"help": "why it was dropped (DROP_REASONS)"})
+    source: str = field(metadata={"help": "the source sentence"})
+    target: str = field(metadata={"help": "the target sentence"})
+    src_lang: str = field(metadata={"help": "the source language"})
+    tgt_lang: str = field(metadata={"help": "the target language"})
+    origin: str = field(metadata={"help": "the file or dataset the pair comes from"})
+    line: int = field(metadata={"help": "its line (files, from 1) or row (datasets, from 0) there"})
 
 
 def _schema():
+    """The Arrow schema of ``data-*.parquet`` (fixed: ``crop-hf train-translation`` reads these files)."""
     import pyarrow as pa
 
     slot = pa.struct([("slot", pa.int32()), ("source", pa.string()), ("target", pa.string())])
@@ -416,34 +479,6 @@ def _schema():
         ("slots", pa.list_(slot)), ("source_text", pa.string()), ("target_text", pa.string()),
         ("phrase_pairs", pa.list_(pa.list_(pa.int32()))), ("origin", pa.string()), ("line", pa.int64()),
     ])
-
-
-class _ShardWriter:
-    """Writes rows to ``data-NNNNN.parquet`` files of ``shard_size`` rows, each renamed into place when full."""
-
-    def __init__(self, folder: Path, shard_size: int) -> None:
-        self.folder, self.shard_size = folder, shard_size
-        self.rows: list[dict] = []
-        self.files: list[Path] = []
-
-    def add(self, row: dict) -> None:
-        self.rows.append(row)
-        if len(self.rows) >= self.shard_size:
-            self.flush()
-
-    def flush(self) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        if not self.rows:
-            return
-        path = self.folder / f"data-{len(self.files):05d}.parquet"
-        partial = path.with_suffix(".parquet.partial")
-        table = pa.Table.from_pylist(self.rows, schema=_schema())
-        pq.write_table(table, partial)
-        partial.replace(path)
-        self.files.append(path)
-        self.rows = []
 
 
 def _screen(pair: ParallelPair, style: MarkerStyle, max_words: int) -> str | None:
@@ -456,6 +491,289 @@ def _screen(pair: ParallelPair, style: MarkerStyle, max_words: int) -> str | Non
     return None
 
 
+def _shard_rng(seed: int, index: int) -> random.Random:
+    """Shard 0 draws from ``Random(seed)`` (a one-chunk corpus marks as earlier releases did); shard k from
+    a generator of its own, so that shards can be resumed and shared between processes in any order."""
+    return random.Random(seed) if index == 0 else random.Random(f"mark-parallel:{seed}:{index}")
+
+
+#: The one key of a mark-parallel run: its shard folder and the split of ``discarded/``.
+_KEY = "train"
+
+
+@dataclass
+class MarkParallelRun:
+    """A mark-parallel run: the marking settings, where the run writes, and what its pairs are.
+
+    ``inputs_id`` describes the pairs (files with sizes and modification times, or a dataset, its
+    config, split and language pairs): with it, a rerun with the same settings and inputs resumes
+    from the finished shards; without it, the pairs cannot be recognised again and a run starts
+    afresh.
+    """
+
+    marking: MarkingConfig
+    output_dir: str
+    inputs_id: str | None = None
+    show_progress: bool = False
+    # mark-parallel has always replaced the results in its folder; the shards of other settings stay and are
+    # reused when those settings come back.
+    overwrite_output_dir: bool = True
+
+
+class MarkParallelJob(CorpusJob[MarkedRow, DroppedPair, MarkingResult]):
+    """Mark-parallel on the corpus-job contract (:func:`crop_hf.engine.jobs.run_job`).
+
+    A shard is a chunk of ``align_chunk_size`` pairs, screened, aligned per language pair, then
+    extracted and marked; the merge writes ``data-*.parquet`` (``shard_size`` rows each, the kept
+    rows), ``discarded/`` (the dropped pairs), ``statistics.json`` and ``README.md``.
+    """
+
+    name = "mark-parallel"
+    reasons = DROP_REASONS
+    kept_type = MarkedRow
+    dropped_type = DroppedPair
+    unit = " pairs"
+    extra_counts = ("marked_pairs", "slots", "seconds_align", "seconds_extract_and_mark")
+
+    def __init__(self, config: MarkParallelRun, pairs: Iterable[ParallelPair], aligner: Any = None) -> None:
+        super().__init__(config, pairs)
+        if aligner is None:
+            from crop_hf.alignment import EflomalAligner
+
+            aligner = EflomalAligner()
+        self.aligner = aligner
+        self.marking = config.marking
+        self.style = get_marker_style(self.marking.marker_style)
+        self.function_words = read_function_words(self.marking.function_words_file) \
+            if self.marking.function_words_file else {}
+        self.timings = {"read": 0.0, "align": 0.0, "extract_and_mark": 0.0}
+        self.language_pairs: Counter = Counter()
+
+    def fingerprint_arguments(self) -> dict[str, Any]:
+        marking = self.config.marking
+        arguments = {**result_arguments(marking), "inputs": self.config.inputs_id}
+        if marking.function_words_file:  # the file's words, not only its name, change the rows
+            arguments["function_words_sha256"] = hashlib.sha256(
+                Path(marking.function_words_file).read_bytes()).hexdigest()[:16]
+        return arguments
+
+    def before_run(self) -> None:
+        self.started = time.perf_counter()
+        if self.config.inputs_id is None:
+            # Pairs given without inputs_id cannot be told apart from other pairs: shards of an earlier run
+            # with the same settings may hold other sentences. Rather than resume them (or pick a random
+            # fingerprint, which several processes could not share and which would leave a folder behind
+            # per run), the main process removes this fingerprint's folder before anyone starts: the run
+            # starts afresh and replaces the results, as mark-parallel always did.
+            state = process_state()
+            if state.is_main_process:
+                shutil.rmtree(self.store.root, ignore_errors=True)
+            state.wait_for_everyone()
+
+    def shard_keys(self) -> list[str]:
+        return [_KEY]
+
+    def shards(self, key: str) -> Iterator[tuple[int, list[ParallelPair]]]:
+        chunks = shards_of(self.inputs, self.marking.align_chunk_size)
+        while True:
+            tick = time.perf_counter()
+            chunk = next(chunks, None)
+            self.timings["read"] += time.perf_counter() - tick
+            if chunk is None:
+                return
+            yield chunk
+
+    def process(self, key: str, index: int, items: Sequence[ParallelPair], status: Any) -> ShardResult:
+        marking, rng = self.marking, _shard_rng(self.marking.seed, index)
+        kept: list[MarkedRow] = []
+        dropped: list[DroppedPair] = []
+        groups: dict[tuple[str, str], list[ParallelPair]] = {}
+        for pair in items:
+            reason = _screen(pair, self.style, marking.max_words)
+            if reason:
+                dropped.append(DroppedPair(reason, pair.source, pair.target, pair.src_lang, pair.tgt_lang,
+                                           pair.origin, pair.line))
+            else:
+                groups.setdefault((pair.src_lang, pair.tgt_lang), []).append(pair)
+        seconds = {"align": 0.0, "extract_and_mark": 0.0}
+        marked = slots = 0
+        for (src_lang, tgt_lang), group in groups.items():
+            status(f"aligning {len(group)} {src_lang}-{tgt_lang} pairs")
+            spans = [(words(p.source), words(p.target)) for p in group]
+            source_words = [[p.source[s:e] for s, e in src] for p, (src, _) in zip(group, spans, strict=True)]
+            target_words = [[p.target[s:e] for s, e in tgt] for p, (_, tgt) in zip(group, spans, strict=True)]
+            tick = time.perf_counter()
+            alignments = self.aligner.align(source_words, target_words)
+            seconds["align"] += time.perf_counter() - tick
+            status(f"marking {len(group)} {src_lang}-{tgt_lang} pairs")
+            tick = time.perf_counter()
+            banned = (self.function_words.get(src_lang, frozenset()), self.function_words.get(tgt_lang, frozenset()))
+            for pair, (src_spans, tgt_spans), links in zip(group, spans, alignments, strict=True):
+                candidates = [
+                    (src_spans[i1][0], src_spans[i2 - 1][1], tgt_spans[j1][0], tgt_spans[j2 - 1][1])
+                    for i1, i2, j1, j2 in consistent_phrase_pairs(links, len(src_spans), len(tgt_spans),
+                                                                  marking.max_phrase_length)
+                ]
+                # Entities do not start or end with punctuation ("bushes ." is not a phrase to label).
+                candidates = [c for c in candidates if _word_edges(pair.source[c[0]:c[1]])
+                              and _word_edges(pair.target[c[2]:c[3]])]
+                if self.function_words:
+                    candidates = without_function_word_edges(pair.source, pair.target, candidates, *banned)
+                kept.append(_row(pair, candidates, remark(pair.source, pair.target, candidates, marking, rng)))
+                marked, slots = marked + 1, slots + len(kept[-1].slots)
+                if marking.both_directions:
+                    reverse = ParallelPair(pair.target, pair.source, pair.tgt_lang, pair.src_lang, pair.origin,
+                                           pair.line)
+                    flipped = [(c[2], c[3], c[0], c[1]) for c in candidates]
+                    kept.append(_row(reverse, flipped, remark(reverse.source, reverse.target, flipped, marking, rng)))
+            seconds["extract_and_mark"] += time.perf_counter() - tick
+        for stage, value in seconds.items():
+            self.timings[stage] += value
+        return ShardResult(kept, dropped, {"marked_pairs": marked, "slots": slots, "seconds_align": seconds["align"],
+                                           "seconds_extract_and_mark": seconds["extract_and_mark"]})
+
+    def kept_features(self) -> Any:
+        """The columns of ``data-*.parquet`` (``slots`` is a list of structs, which a row dataclass cannot declare)."""
+        import datasets
+
+        return datasets.Features.from_arrow_schema(_schema())
+
+    def _records(self, kept: bool) -> Iterator[dict[str, Any]]:
+        """The kept (or dropped) rows of the finished shards, in shard order, one shard in memory at a time.
+
+        Read here rather than through ``merge_shards``: its ``from_generator`` cache is keyed on the
+        shard paths, which a run without ``inputs_id`` writes again with other rows.
+        """
+        import pyarrow.parquet as pq
+
+        for _, path, _ in self.store.finished(_KEY):
+            table = pq.read_table(path)
+            for flag, row in zip(table.column("kept").to_pylist(), table.column("row").to_pylist(), strict=True):
+                if flag == kept:
+                    yield json.loads(row)
+
+    def write_outputs(self, statistics: Mapping[str, Mapping[str, float]]) -> None:
+        """``data-*.parquet`` of ``shard_size`` kept rows each (those of an earlier run replaced) and ``discarded/``."""
+        import datasets
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        written = set()
+        for index, rows in shards_of(self._records(True), self.marking.shard_size):
+            self.language_pairs.update((row["src_lang"], row["tgt_lang"]) for row in rows)
+            sink = pa.BufferOutputStream()
+            pq.write_table(pa.Table.from_pylist(rows, schema=_schema()), sink)
+            path = self.output_dir / f"data-{index:05d}.parquet"
+            atomic_write_bytes(path, sink.getvalue().to_pybytes())
+            written.add(path)
+        for stale in set(self.output_dir.glob("data-*.parquet")) - written:
+            stale.unlink()
+        schema = self.dropped_features().arrow_schema
+        dropped = [pa.Table.from_pylist(rows, schema=schema) for _, rows in shards_of(self._records(False), 10_000)]
+        table = pa.concat_tables(dropped) if dropped else schema.empty_table()
+        save_dataset_dict(datasets.DatasetDict({_KEY: datasets.Dataset(table)}), self.output_dir / "discarded")
+
+    def statistics_record(self, statistics: Mapping[str, Mapping[str, float]]) -> Any:
+        """``counts`` and ``marking`` as ``crop-hf mark-parallel`` writes them (it adds ``timings``, its ``inputs``)."""
+        return {"counts": dict(_counts(statistics[_KEY])), "marking": asdict(self.marking),
+                "inputs": self.config.inputs_id}
+
+    def card(self, statistics: Mapping[str, Mapping[str, float]], *, command_line: str) -> str:
+        return marked_parallel_card(_counts(statistics[_KEY]), statistics[_KEY], self.language_pairs,
+                                    command_line=command_line, settings=result_arguments(self.marking),
+                                    inputs_id=self.config.inputs_id)
+
+    def result(self, statistics: Mapping[str, Mapping[str, float]], skipped: Mapping[str, int]) -> MarkingResult:
+        from datasets import Dataset
+
+        # Every process reads the same finished shards (statistics is empty on all but the main one).
+        counts = _counts(statistics.get(_KEY) or shard_statistics(self.store.finished(_KEY), self.statistics_columns))
+        files = sorted(self.output_dir.glob("data-*.parquet"))
+        if files:
+            dataset = Dataset.from_parquet([str(p) for p in files], split="train")
+        else:
+            dataset = Dataset(_schema().empty_table())
+        total = time.perf_counter() - self.started
+        timings = {**self.timings, "write": max(0.0, total - sum(self.timings.values())), "total": total}
+        dropped = {name: value for name, value in counts.items() if name.startswith("dropped_") and value}
+        if dropped:
+            logger.info("mark-parallel dropped %s", dropped)
+        return MarkingResult(dataset, counts, timings)
+
+
+def _counts(totals: Mapping[str, float]) -> Counter:
+    """The counts of a :class:`MarkingResult` from a run's shard statistics."""
+    return Counter({"read": totals["input"], **{f"dropped_{reason}": totals[reason] for reason in DROP_REASONS},
+                    "marked_pairs": totals["marked_pairs"], "slots": totals["slots"], "rows": totals["kept"]})
+
+
+def marked_parallel_card(
+    counts: Mapping[str, int],
+    totals: Mapping[str, float],
+    language_pairs: Mapping[tuple[str, str], int],
+    *,
+    command_line: str,
+    settings: Mapping[str, Any],
+    inputs_id: str | None = None,
+) -> str:
+    """The dataset card of a mark-parallel folder: what the rows are, the counts, columns and settings."""
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    from crop_hf.tables import format_table
+
+    languages = sorted({lang for pair in language_pairs for lang in pair})
+    pairs = ", ".join(f"{src}-{tgt}" for src, tgt in sorted(language_pairs)) or "none"
+    data = DatasetCardData(language=languages or None, pretty_name=f"Marker-annotated parallel data ({pairs})",
+                           task_categories=["translation"], size_categories=[size_category(counts["rows"])],
+                           tags=["crop-hf", "parallel", "markers", "label-projection"])
+    funnel = format_table(list(counts), [list(counts.values())], style="markdown")
+    per_pair = format_table(["language pair", "rows"],
+                            [[f"{s}-{t}", n] for (s, t), n in sorted(language_pairs.items())], style="markdown")
+    columns = "\n".join(f"- `{name}`: {meaning}" for name, meaning in row_descriptions(MarkedRow).items())
+    reasons = "\n".join(f"- `dropped_{name}`: {meaning}" for name, meaning in DROP_REASONS.items())
+    table = format_table(["setting", "value"], [[name, f"`{value}`"] for name, value in settings.items()],
+                         style="markdown")
+    body = f"""
+# {data.pretty_name}
+
+Sentence pairs in which aligned phrase pairs are wrapped in the same markers on both sides, the
+training data of a labeled sequence translation model (CroP, section 3.3). Made with
+[crop-hf](https://github.com/crop-hf/crop-hf) `mark-parallel`: eflomal word alignment
+(grow-diag-final-and), consistent phrase pairs, and random slots. The files are `data-*.parquet`;
+`crop-hf train-translation --train_file FOLDER` reads them, and `discarded/` holds the dropped pairs.
+
+## Counts
+
+{funnel}
+
+{reasons}
+
+Rows per language pair:
+
+{per_pair}
+
+Aligning took {totals.get("seconds_align", 0.0):.1f} s and extracting and marking
+{totals.get("seconds_extract_and_mark", 0.0):.1f} s, over all shards.
+
+## Columns
+
+{columns}
+
+## How it was made
+
+```bash
+{command_line}
+```
+
+Inputs: `{inputs_id or "pairs given in memory"}`
+
+Every setting that affects the rows:
+
+{table}
+"""
+    return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n{body}"))
+
+
 def mark_parallel(
     pairs: Iterable[ParallelPair],
     config: MarkingConfig | None = None,
@@ -463,6 +781,7 @@ def mark_parallel(
     output_dir: str | Path | None = None,
     aligner: Any = None,
     show_progress: bool = False,
+    inputs_id: str | None = None,
 ) -> MarkingResult:
     """Align, extract phrase pairs and mark a parallel corpus; returns a :class:`MarkingResult`.
 
@@ -477,101 +796,29 @@ def mark_parallel(
     ``target_text`` (unmarked), ``phrase_pairs`` (every candidate as character spans, for
     re-sampling), ``origin`` and ``line`` (provenance). ``aligner`` defaults to
     :class:`~crop_hf.alignment.EflomalAligner`.
+
+    The run is a :class:`MarkParallelJob`: each chunk is a shard kept under
+    ``output_dir/shards/<fingerprint>/``, the folder also gets ``discarded/`` (the dropped pairs),
+    ``statistics.json`` and a card (``README.md``), and several processes (``torchrun``,
+    ``accelerate launch``) share the chunks. ``inputs_id`` describes ``pairs`` (``crop-hf
+    mark-parallel`` gives its files with sizes and modification times, or its dataset): with it, a
+    rerun with the same settings and inputs skips the finished chunks; without it, every run starts
+    afresh. An aligner given here is not part of the fingerprint: change ``inputs_id`` with it.
+
+    Each chunk draws its markers from its own random generator, shard 0 from ``Random(seed)`` as
+    before: a corpus of one chunk marks exactly as earlier releases did, but a corpus of more than
+    ``align_chunk_size`` pairs marks its later chunks differently from releases before the shards.
     """
     import tempfile
 
-    from datasets import Dataset
-    from tqdm.auto import tqdm
-
     config = config or MarkingConfig()
-    style = get_marker_style(config.marker_style)
-    if aligner is None:
-        from crop_hf.alignment import EflomalAligner
-
-        aligner = EflomalAligner()
+    if output_dir is None and process_state().num_processes > 1:
+        raise ValueError("mark_parallel: several processes share their chunks through output_dir: pass one")
     folder = Path(output_dir) if output_dir else Path(tempfile.mkdtemp(prefix="crop-hf-marked-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob("data-*.parquet"):
-        stale.unlink()
-    writer = _ShardWriter(folder, config.shard_size)
-    rng = random.Random(config.seed)
-    function_words = read_function_words(config.function_words_file) if config.function_words_file else {}
-    counts: Counter = Counter()
-    timings = {"read": 0.0, "align": 0.0, "extract_and_mark": 0.0, "write": 0.0}
-    started = time.perf_counter()
-    iterator = iter(pairs)
-    progress = tqdm(desc="marking", unit=" pairs", disable=not show_progress)
-    while True:
-        tick = time.perf_counter()
-        chunk = list(islice(iterator, config.align_chunk_size))
-        timings["read"] += time.perf_counter() - tick
-        if not chunk:
-            break
-        kept: dict[tuple[str, str], list[ParallelPair]] = {}
-        for pair in chunk:
-            counts["read"] += 1
-            reason = _screen(pair, style, config.max_words)
-            if reason:
-                counts[f"dropped_{reason}"] += 1
-                continue
-            kept.setdefault((pair.src_lang, pair.tgt_lang), []).append(pair)
-        for (src_lang, tgt_lang), group in kept.items():
-            banned = (function_words.get(src_lang, frozenset()), function_words.get(tgt_lang, frozenset()))
-            source_words = [words(p.source) for p in group]
-            target_words = [words(p.target) for p in group]
-            tick = time.perf_counter()
-            alignments = aligner.align(
-                [[p.source[s:e] for s, e in spans] for p, spans in zip(group, source_words, strict=True)],
-                [[p.target[s:e] for s, e in spans] for p, spans in zip(group, target_words, strict=True)])
-            timings["align"] += time.perf_counter() - tick
-            tick = time.perf_counter()
-            rows = []
-            for pair, src_spans, tgt_spans, links in zip(group, source_words, target_words, alignments, strict=True):
-                candidates = [
-                    (src_spans[i1][0], src_spans[i2 - 1][1], tgt_spans[j1][0], tgt_spans[j2 - 1][1])
-                    for i1, i2, j1, j2 in consistent_phrase_pairs(links, len(src_spans), len(tgt_spans),
-                                                                  config.max_phrase_length)
-                ]
-                # Entities do not start or end with punctuation ("bushes ." is not a phrase to label).
-                candidates = [c for c in candidates if _word_edges(pair.source[c[0]:c[1]])
-                              and _word_edges(pair.target[c[2]:c[3]])]
-                if function_words:
-                    candidates = without_function_word_edges(pair.source, pair.target, candidates, *banned)
-                rows.append(_row(pair, candidates, remark(pair.source, pair.target, candidates, config, rng)))
-                counts["marked_pairs"] += 1
-                counts["slots"] += len(rows[-1]["slots"])
-                if config.both_directions:
-                    reverse = ParallelPair(pair.target, pair.source, pair.tgt_lang, pair.src_lang, pair.origin,
-                                           pair.line)
-                    flipped = [(c[2], c[3], c[0], c[1]) for c in candidates]
-                    rows.append(_row(reverse, flipped, remark(reverse.source, reverse.target, flipped, config, rng)))
-            timings["extract_and_mark"] += time.perf_counter() - tick
-            tick = time.perf_counter()
-            for row in rows:
-                writer.add(row)
-            timings["write"] += time.perf_counter() - tick
-        progress.update(len(chunk))
-    progress.close()
-    tick = time.perf_counter()
-    writer.flush()
-    timings["write"] += time.perf_counter() - tick
-    timings["total"] = time.perf_counter() - started
-    counts["rows"] = counts["marked_pairs"] * (2 if config.both_directions else 1)
-    if writer.files:
-        dataset = Dataset.from_parquet([str(p) for p in writer.files], split="train")
-    else:
-        import pyarrow as pa
-
-        dataset = Dataset(pa.Table.from_pylist([], schema=_schema()))
-    dropped = {k: v for k, v in counts.items() if k.startswith("dropped_")}
-    if dropped:
-        logger.info("mark-parallel dropped %s", dropped)
-    return MarkingResult(dataset, counts, timings)
+    run = MarkParallelRun(config, str(folder), inputs_id=inputs_id, show_progress=show_progress)
+    return run_job(MarkParallelJob(run, pairs, aligner))
 
 
-def _row(pair: ParallelPair, candidates: list[PhrasePair], marked: MarkedPair) -> dict[str, Any]:
-    return {
-        "source": marked.source, "target": marked.target, "src_lang": pair.src_lang, "tgt_lang": pair.tgt_lang,
-        "slots": list(marked.slots), "source_text": pair.source, "target_text": pair.target,
-        "phrase_pairs": [list(c) for c in candidates], "origin": pair.origin, "line": pair.line,
-    }
+def _row(pair: ParallelPair, candidates: list[PhrasePair], marked: MarkedPair) -> MarkedRow:
+    return MarkedRow(marked.source, marked.target, pair.src_lang, pair.tgt_lang, list(marked.slots), pair.source,
+                     pair.target, [list(c) for c in candidates], pair.origin, pair.line)

@@ -23,10 +23,13 @@ from typing import Any
 from transformers import GenerationConfig, Pipeline
 
 from crop_hf import _registration
+from crop_hf.data.features import tag_names
 from crop_hf.labels import tags_to_spans
 from crop_hf.markers import Extraction, MarkedSentence, MarkerStyle, get_marker_style
 from crop_hf.translation.backends import make_backend
+from crop_hf.translation.constraints import MarkerConstraintProcessor
 from crop_hf.translation.languages import LanguageSetup, resolve_languages
+from crop_hf.translation.marker_tokens import MarkerVocabulary, add_marker_tokens
 
 __all__ = ["LabeledSequenceTranslationPipeline"]
 
@@ -100,8 +103,6 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         An untrained model has never seen added markers, so it will rarely keep them: fine-tune
         it on marked parallel data first (CroP's labeled sequence translation model).
         """
-        from crop_hf.translation.marker_tokens import add_marker_tokens
-
         added = add_marker_tokens(self.tokenizer, self.model, self.marker_style, max_slots)
         if added:
             logger.warning(
@@ -113,8 +114,6 @@ class LabeledSequenceTranslationPipeline(Pipeline):
     @property
     def marker_vocabulary(self):
         """The tokenizer's :class:`~crop_hf.translation.marker_tokens.MarkerVocabulary` (read on first use)."""
-        from crop_hf.translation.marker_tokens import MarkerVocabulary
-
         if self._marker_vocabulary is None:
             self._marker_vocabulary = MarkerVocabulary(self.tokenizer, self.marker_style)
         return self._marker_vocabulary
@@ -280,8 +279,6 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         ``marked`` that completes the markers within the length limit."""
         from transformers import LogitsProcessorList
 
-        from crop_hf.translation.constraints import MarkerConstraintProcessor
-
         processor = MarkerConstraintProcessor(self.marker_vocabulary, [[e.slot for e in m.entities] for m in marked],
                                               self.model.generation_config.eos_token_id,
                                               max_new_tokens=max_new_tokens, max_length=max_length)
@@ -317,8 +314,6 @@ def _first(value):
 
 def _class_label_names(inputs: Any) -> list[str] | None:
     """Label names of a ``datasets`` ``ner_tags`` column of ``ClassLabel`` ids, if there is one."""
-    from crop_hf.data.features import tag_names
-
     return tag_names(inputs)
 
 

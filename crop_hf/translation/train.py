@@ -25,6 +25,7 @@ from typing import Any
 
 from crop_hf.engine.arguments import hyperparameters
 from crop_hf.engine.training import TrainingTask, start, train, wrap_lora
+from crop_hf.hub import translation_model_card
 from crop_hf.translation.arguments import (
     TranslationDataArguments,
     TranslationModelArguments,
@@ -37,6 +38,7 @@ from crop_hf.translation.data import (
     resampled,
     tokenize_pairs,
 )
+from crop_hf.translation.evaluate import TranslationEvaluation, evaluate_translation, format_translation_table
 from crop_hf.translation.languages import parse_language_codes
 from crop_hf.translation.marker_tokens import MarkerVocabulary, add_marker_tokens
 
@@ -141,12 +143,6 @@ def train_translation(
     import torch
     from torch.utils.data import DataLoader
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-    from crop_hf.translation.evaluate import (
-        TranslationEvaluation,
-        evaluate_translation,
-        format_translation_table,
-    )
 
     started = time.perf_counter()
     output_dir = Path(training_args.output_dir)
@@ -277,8 +273,6 @@ def train_translation(
         }
 
     def card():
-        from crop_hf.hub import translation_model_card
-
         table = format_translation_table(evaluation) if evaluation and evaluation.scores else ""
         return translation_model_card(model_args, data_args, training_args, table, train_dataset,
                                       hyperparameters=hyperparameters(

@@ -1,0 +1,65 @@
+"""The dataset card of a synthesized corpus, rendered from its own config (``model_cards/synthesis_dataset_card.md``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from crop_hf.hub import card_template, size_category
+from crop_hf.synthesis.config import SynthesisConfig
+from crop_hf.tables import format_table
+
+__all__ = ["synthesis_card"]
+
+
+def synthesis_card(
+    config: SynthesisConfig,
+    statistics: Mapping[str, Mapping[str, int]],
+    label_names: Sequence[str],
+    *,
+    command_line: str,
+    fingerprint: str,
+    columns: Sequence[str],
+) -> str:
+    """The card of a synthesized corpus: models and revisions, languages, counts per filter, command line, settings.
+
+    ``config`` is the run's :class:`~crop_hf.synthesis.SynthesisConfig`; ``columns`` the statistics
+    columns in table order (:data:`crop_hf.synthesis.filters.STATISTICS_COLUMNS`).
+    """
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    languages = list(statistics)
+    total = sum(stats.get("kept", 0) for stats in statistics.values())
+    data = DatasetCardData(
+        language=languages,
+        pretty_name=f"CroP pseudo-labeled NER ({', '.join(languages)})",
+        task_categories=["token-classification"],
+        task_ids=["named-entity-recognition"],
+        size_categories=[size_category(total)],
+        source_datasets=[config.input] if isinstance(config.input, str) else None,
+        tags=["crop-hf", "synthetic", "label-projection"],
+        # The layout DatasetDict.push_to_hub writes: one split per language under data/.
+        configs=[{"config_name": "default",
+                  "data_files": [{"split": lang, "path": f"data/{lang}-*"} for lang in languages]}],
+    )
+    counts = format_table(["lang", *columns], [[lang, *(stats.get(c, 0) for c in columns)]
+                                              for lang, stats in statistics.items()], style="markdown")
+    card = DatasetCard.from_template(
+        data,
+        template_path=str(card_template("synthesis_dataset_card.md")),
+        pretty_name=data.pretty_name,
+        languages=languages,
+        source_lang=config.source_lang,
+        method=config.method,
+        mt_model=config.mt_model,
+        mt_revision=config.mt_revision,
+        ner_model=config.ner_model,
+        ner_revision=config.ner_revision,
+        alignment_model=config.alignment_model,
+        counts=counts,
+        max_words=config.max_words,
+        label_names=list(label_names),
+        command_line=command_line,
+        fingerprint=fingerprint,
+        settings=config.result_arguments(),
+    )
+    return str(card)
