@@ -1,6 +1,6 @@
 """Language identification beside translation: is langid a measurable part of synthesis?
 
-Synthesis checks two texts per sentence with :class:`crop_hf.synthesis.filters.LanguageIdFilter`
+Synthesis checks two texts per sentence with :class:`crop_hf.engine.language.LanguageIdFilter`
 (langid restricted to the run's two languages): the translation into the source language and the
 labeled back-translation. This times that filter on ``--sentences`` real sentences (the first
 lines of Multi30k's training captions, ``../shared/data/multi30k``: English checked as ``en``,
