@@ -108,7 +108,7 @@ MODULES: dict[str, Module] = {
     "augment.generate_filter": Module("crop_hf/augment/generate_filter.py", (
         "signature", "neighbour_pairs", "judge_generations", "filter_generations", "GenerateFilterConfig.*", "_read",
         "GenerationPlan.*", "read_plan", "generate", "GenerateFilterResult.*", "GenerateFilterJob.*",
-        "_merge_generations", "_dataset", "generate_and_filter", "AugmentedParse.*"),
+        "_dataset", "generate_and_filter", "AugmentedParse.*"),
         "pairs, filter, generation and the run; fine_tune is the training engine's loop, which "
         "tests/test_generate_filter's tiny BART runs end to end"),
     "translation.backends": Module("crop_hf/translation/backends.py"),

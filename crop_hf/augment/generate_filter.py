@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -175,9 +175,7 @@ def filter_generations(sources: Sequence[str], generations: Sequence[Sequence[st
     >>> [row["parse"] for row in kept], dict(counts)
     (['[IN:A roko [SL:X timer ] ]'], {'signature_changed': 1, 'invalid_tree': 1})
     """
-    result = judge_generations(sources, generations, few_shot)
-    return ([asdict(row) for row in result.kept], [asdict(row) for row in result.dropped],
-            Counter(row.reason for row in result.dropped))
+    return judge_generations(sources, generations, few_shot).rows()
 
 
 @dataclass
@@ -438,10 +436,10 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilter
     def write_outputs(self, statistics: Mapping[str, Mapping[str, float]]) -> None:
         import datasets
 
-        from crop_hf.engine.shards import save_dataset_dict
+        from crop_hf.engine.shards import merge_shards, save_dataset_dict
 
         finished = list(self.store.finished(self.config.lang))
-        generated = _merge_generations(finished, True, self.kept_features())
+        generated = merge_shards(finished, True, self.kept_features())
         first: dict[str, int] = {}
         repeated = []  # each shard filtered its own duplicates; these repeat an earlier shard's
         for index, (text, source) in enumerate(zip(generated["parse"], generated["source_parse"], strict=True)):
@@ -455,7 +453,7 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilter
                                               generated.select(sorted(first.values()))])
         dropped = datasets.concatenate_datasets([
             _dataset(self.plan.dropped, self.dropped_features()),
-            _merge_generations(finished, False, self.dropped_features()), _dataset(repeated, self.dropped_features())])
+            merge_shards(finished, False, self.dropped_features()), _dataset(repeated, self.dropped_features())])
         save_dataset_dict(datasets.DatasetDict({"train": kept}), self.output_dir / "dataset")
         save_dataset_dict(datasets.DatasetDict({"train": dropped}), self.output_dir / "discarded")
 
@@ -499,23 +497,6 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilter
     def result(self, statistics: Mapping[str, Mapping[str, float]], skipped: Mapping[str, int]) -> GenerateFilterResult:
         record = self.statistics_record(statistics) if statistics else {}
         return GenerateFilterResult(self.output_dir, record, skipped_shards=skipped[self.config.lang])
-
-
-def _merge_generations(finished: Sequence[Any], kept: bool, features: Any) -> Any:
-    """:func:`~crop_hf.engine.shards.merge_shards` of shards whose rows are generations, not inputs.
-
-    A source gives ``num_return_sequences`` generations, or none: a shard's rows are not its
-    inputs (each shard goes in with its row count as ``input``, for a ``merge_shards`` that counts
-    dropped rows as ``input - kept``), and a shard without rows is a file without columns (left out).
-    """
-    from crop_hf.engine.shards import merge_shards
-
-    shards = []
-    for index, path, stats in finished:
-        rows = stats["kept"] + sum(stats.get(reason, 0) for reason in GENERATE_FILTER_REASONS)
-        if rows:
-            shards.append((index, path, {**stats, "input": rows}))
-    return merge_shards(shards, kept, features)
 
 
 def _dataset(rows: Sequence[Any], features: Any) -> Any:

@@ -29,7 +29,7 @@ import itertools
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
@@ -289,9 +289,7 @@ def process_batch(
     language_filter: Any = None,
 ) -> tuple[list[dict], list[dict], Counter]:
     """:func:`align_batch` as rows: ``(kept rows, discarded rows, reason counts)``."""
-    result = align_batch(items, config, models, language_filter)
-    return ([asdict(row) for row in result.kept], [asdict(row) for row in result.dropped],
-            Counter(row.reason for row in result.dropped))
+    return align_batch(items, config, models, language_filter).rows()
 
 
 def _round_trip(tokens: Sequence[str], intent: str, slots: Sequence[Span]) -> str | None:

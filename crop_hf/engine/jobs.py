@@ -112,6 +112,15 @@ class ShardResult(Generic[Kept, Dropped]):
     dropped: list[Dropped]
     counts: dict[str, float] = dataclasses.field(default_factory=dict)
 
+    def reasons(self) -> Counter:
+        """How many dropped records each reason has."""
+        return Counter(getattr(record, "reason", None) for record in self.dropped)
+
+    def rows(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Counter]:
+        """``(kept rows, dropped rows, counts per reason)``: the records as the dicts a shard file holds."""
+        return ([dataclasses.asdict(row) for row in self.kept], [dataclasses.asdict(row) for row in self.dropped],
+                self.reasons())
+
 
 class CorpusJob(ABC, Generic[Kept, Dropped, Result]):
     """A long corpus job on the one contract; :func:`run_job` runs it.
@@ -233,19 +242,18 @@ class CorpusJob(ABC, Generic[Kept, Dropped, Result]):
         """Called on the main process once the outputs and the card are written (reports, saved models)."""
 
 
-def _rows(records: Sequence[Any], expected: type, what: str, job: CorpusJob) -> list[dict[str, Any]]:
-    rows = []
+def _check_types(records: Sequence[Any], expected: type, what: str, job: CorpusJob) -> None:
     for record in records:
         if not isinstance(record, expected):
             raise TypeError(f"{job.name}: a {what} record must be a {expected.__name__}, got {type(record).__name__}")
-        rows.append(dataclasses.asdict(record))
-    return rows
 
 
 def _step(job: CorpusJob, key: str, index: int, items: Sequence[Any], status: Any):
     """Run the job's step on one shard and check its records: ``(kept rows, dropped rows, counts)``."""
     result = job.process(key, index, items, status)
-    reasons = Counter(getattr(record, "reason", None) for record in result.dropped)
+    _check_types(result.kept, job.kept_type, "kept", job)
+    _check_types(result.dropped, job.dropped_type, "dropped", job)
+    kept, dropped, reasons = result.rows()
     undeclared = sorted(str(reason) for reason in reasons if reason not in job.reasons)
     if undeclared:
         raise ValueError(f"{job.name}: dropped records with undeclared reason(s) {undeclared}; "
@@ -254,8 +262,7 @@ def _step(job: CorpusJob, key: str, index: int, items: Sequence[Any], status: An
     if unknown:
         raise ValueError(f"{job.name}: counts {unknown} are not among its extra_counts {list(job.extra_counts)}")
     logger.info("%s shard %d: %d of %d kept", key, index, len(result.kept), len(items))
-    return (_rows(result.kept, job.kept_type, "kept", job), _rows(result.dropped, job.dropped_type, "dropped", job),
-            {**reasons, **result.counts})
+    return kept, dropped, {**reasons, **result.counts}
 
 
 def _merge(job: CorpusJob) -> dict[str, dict[str, float]]:
@@ -277,8 +284,9 @@ def run_job(job: CorpusJob[Any, Any, Result]) -> Result:
     shard is skipped on a rerun. The main process merges the finished shards (:meth:`CorpusJob.write_outputs`),
     writes ``statistics.json`` and the card, and calls :meth:`CorpusJob.after_merge`.
     """
+    keys = job.shard_keys()
     job.before_run()
-    run = run_sharded(job.store, job.shard_keys(), job.shards, lambda *shard: _step(job, *shard), lambda: _merge(job),
+    run = run_sharded(job.store, keys, job.shards, lambda *shard: _step(job, *shard), lambda: _merge(job),
                       show_progress=job.show_progress, description=job.name, unit=job.unit, per_key=job.per_key,
                       overwrite=job.overwrite)
     return job.result(run.merged or {}, dict(run.skipped))

@@ -65,6 +65,7 @@ __all__ = [
     "fingerprint",
     "merge_shards",
     "process_state",
+    "read_shard_rows",
     "row_descriptions",
     "row_features",
     "run_sharded",
@@ -400,8 +401,12 @@ def shard_statistics(finished: Iterable[FinishedShard], columns: Sequence[str]) 
     return {column: counts[column] for column in columns}
 
 
-def _rows(paths: list[str], kept: bool, stamps: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
-    """The rows of the shard files; ``stamps`` (their sizes and modification times) only keys the cache."""
+def read_shard_rows(paths: Sequence[str | Path], kept: bool, stamps: Sequence[tuple[int, int]] = ()
+                    ) -> Iterator[dict[str, Any]]:
+    """The kept (or dropped) rows of shard files, in order, one file in memory at a time.
+
+    ``stamps`` (the files' sizes and modification times) is not read: it keys :func:`merge_shards`' cache.
+    """
     import pyarrow.parquet as pq
 
     for path in paths:  # one shard at a time: memory stays flat however large the corpus
@@ -430,7 +435,7 @@ def merge_shards(finished: Sequence[FinishedShard], kept: bool, features: Any) -
     # their sizes and modification times, since a run whose inputs cannot be fingerprinted (mark-parallel
     # without inputs_id) writes the same paths again with other rows.
     stamps = [(path.stat().st_size, path.stat().st_mtime_ns) for _, path, _ in finished]
-    return datasets.Dataset.from_generator(_rows, gen_kwargs={"paths": paths, "kept": kept, "stamps": stamps},
+    return datasets.Dataset.from_generator(read_shard_rows, gen_kwargs={"paths": paths, "kept": kept, "stamps": stamps},
                                            features=features)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -199,9 +199,7 @@ def process_shard(
     on_stage: Callable[[str], None] | None = None,
 ) -> tuple[list[dict], list[dict], Counter]:
     """:func:`synthesize_shard` as rows: ``(kept rows, discarded rows, reason counts)`` (the shard files' form)."""
-    result = synthesize_shard(sentences, lang, config, models, language_filter, on_stage)
-    return ([asdict(row) for row in result.kept], [asdict(row) for row in result.dropped],
-            Counter(row.reason for row in result.dropped))
+    return synthesize_shard(sentences, lang, config, models, language_filter, on_stage).rows()
 
 
 def tagger_token_limit(tagger: Any) -> int | None:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import logging
 import random
 import re
@@ -46,6 +45,7 @@ from crop_hf.engine.jobs import CorpusJob, ShardResult, result_arguments, run_jo
 from crop_hf.engine.shards import (
     atomic_write_bytes,
     process_state,
+    read_shard_rows,
     row_descriptions,
     save_dataset_dict,
     shard_statistics,
@@ -639,18 +639,9 @@ class MarkParallelJob(CorpusJob[MarkedRow, DroppedPair, MarkingResult]):
         return datasets.Features.from_arrow_schema(_schema())
 
     def _records(self, kept: bool) -> Iterator[dict[str, Any]]:
-        """The kept (or dropped) rows of the finished shards, in shard order, one shard in memory at a time.
-
-        Read here rather than through ``merge_shards``: its ``from_generator`` cache is keyed on the
-        shard paths, which a run without ``inputs_id`` writes again with other rows.
-        """
-        import pyarrow.parquet as pq
-
-        for _, path, _ in self.store.finished(_KEY):
-            table = pq.read_table(path)
-            for flag, row in zip(table.column("kept").to_pylist(), table.column("row").to_pylist(), strict=True):
-                if flag == kept:
-                    yield json.loads(row)
+        """The kept (or dropped) rows of the finished shards, straight from the files (no dataset cache: a
+        third copy of the corpus, and the rows only go into ``data-*.parquet``)."""
+        return read_shard_rows([path for _, path, _ in self.store.finished(_KEY)], kept)
 
     def write_outputs(self, statistics: Mapping[str, Mapping[str, float]]) -> None:
         """``data-*.parquet`` of ``shard_size`` kept rows each (those of an earlier run replaced) and ``discarded/``."""
