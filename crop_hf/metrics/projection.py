@@ -185,8 +185,8 @@ def _pairs(corpus: Sequence[Any], side: str) -> list[tuple[list[str], list[str]]
 def _method_rows(methods: Sequence[str] | Mapping[str, Any] | None) -> list[tuple[str, str, dict[str, Any]]]:
     """``(row name, method, options)``: method names (with ``?key=value&...`` options), or
     ``{row name: (method, options)}``."""
-    if methods is None:
-        methods = list(PROJECTION_METHODS)
+    if methods is None:  # the model-scored methods need a scorer: named only when asked for (issue 47 wiring)
+        methods = [name for name, method in PROJECTION_METHODS.items() if not method.uses_scorer]
     if isinstance(methods, Mapping):
         rows = [(name, *spec) if not isinstance(spec, str) else (name, spec, {}) for name, spec in methods.items()]
     else:

@@ -5,7 +5,12 @@
 * :func:`project_fuzzy` — exact matching, then RapidFuzz similarity (EasyProject-style);
 * :func:`project_alignment` — CSTOP's copying of source spans over a word alignment;
 * :func:`project_hybrid` — lexical matching first, alignment for the entities it cannot place;
-* :class:`ProjectionPipeline` — all three as ``transformers.pipeline("projection", ...)``.
+* :func:`project_insertion` — a marker-trained translation model places each span's markers in the
+  fixed target (exact best-first search, batched across sentences);
+* :func:`project_rerank`, :func:`project_hybrid_rerank` — candidate spans ranked by a plain
+  translation model's symmetric score (T-Projection), alone or overriding hybrid by a margin;
+  these three score with a :class:`TranslationScorer`;
+* :class:`ProjectionPipeline` — the model-free methods as ``transformers.pipeline("projection", ...)``.
 
 Every method returns a :class:`ProjectionResult` (tokens, IOB2 tags, projected entities, one
 status per input entity, ``complete``/``kept``). Importing this package does not import
@@ -19,8 +24,11 @@ transformers or torch; ``ProjectionPipeline`` loads them when first accessed.
 from crop_hf.projection.alignment import project_alignment, source_spans
 from crop_hf.projection.fuzzy import project_fuzzy
 from crop_hf.projection.hybrid import project_hybrid
+from crop_hf.projection.insertion import project_insertion
 from crop_hf.projection.lexical import LexicalMatcher, TranslatedEntity, project_lexical, read_entities
+from crop_hf.projection.rerank import project_hybrid_rerank, project_rerank, symmetric_scores
 from crop_hf.projection.result import EntityStatus, ProjectedEntity, ProjectionResult
+from crop_hf.projection.scoring import TranslationScorer
 from crop_hf.projection.target import (
     NO_SPACE_LANGUAGES,
     Normalizer,
@@ -40,13 +48,18 @@ __all__ = [
     "ProjectionResult",
     "TargetSentence",
     "TranslatedEntity",
+    "TranslationScorer",
     "is_punctuation",
     "project_alignment",
     "project_fuzzy",
     "project_hybrid",
+    "project_hybrid_rerank",
+    "project_insertion",
     "project_lexical",
+    "project_rerank",
     "read_entities",
     "source_spans",
+    "symmetric_scores",
     "tokenize_target",
     "uses_characters",
 ]

@@ -7,6 +7,13 @@ given) lexically first) and options, and returns a :class:`~crop_hf.projection.P
 :func:`project_examples` runs one method over a batch, aligning in one go the examples that
 have no alignment yet (eflomal and embedding aligners both work best on many pairs at once).
 
+Three methods score spans with a translation model, given to :func:`project_examples` as
+``scorer=`` (a :class:`~crop_hf.projection.scoring.TranslationScorer`, the way ``aligner=`` is
+given): ``insertion`` (a marker-trained model places each span's markers in the fixed target,
+:mod:`crop_hf.projection.insertion`), ``rerank`` and ``hybrid_rerank`` (a plain model ranks
+candidate spans, :mod:`crop_hf.projection.rerank`). Their rows say ``uses_scorer``; their
+functions take the whole batch, so that model passes are batched across sentences.
+
 A new method is one :class:`ProjectionMethod` row in :data:`PROJECTION_METHODS`
 (:func:`register_method`, from your own code too); callers never switch on method names. Wherever a
 method is named (``method=`` of the pipeline, synthesis, translate-and-align, ``crop-hf
@@ -34,15 +41,21 @@ from crop_hf.labels import Span
 from crop_hf.projection.alignment import project_alignment
 from crop_hf.projection.fuzzy import project_fuzzy
 from crop_hf.projection.hybrid import project_hybrid
+from crop_hf.projection.insertion import project_insertion
 from crop_hf.projection.lexical import project_lexical
 from crop_hf.projection.options import (
     AlignmentOptions,
     FuzzyOptions,
     HybridOptions,
+    HybridRerankOptions,
+    InsertionOptions,
     LexicalOptions,
     ProjectionOptions,
+    RerankOptions,
 )
+from crop_hf.projection.rerank import project_hybrid_rerank, project_rerank
 from crop_hf.projection.result import ProjectionResult
+from crop_hf.projection.scoring import require_scorer
 from crop_hf.projection.target import TargetSentence
 from crop_hf.registry import Registry
 
@@ -80,14 +93,17 @@ class ProjectionMethod:
     """A projection method: its function, its options class, and what it needs."""
 
     name: str
-    #: ``function(example, options)``: a :class:`ProjectionExample` and an instance of ``options_class``
-    function: Callable[[ProjectionExample, Any], ProjectionResult]
+    #: ``function(example, options)``: a :class:`ProjectionExample` and an instance of ``options_class``;
+    #: with ``uses_scorer``, ``function(examples, options, scorer)``: the whole batch and the scorer
+    function: Callable[..., Any]
     #: the method's options (a :class:`~crop_hf.projection.options.ProjectionOptions` dataclass)
     options_class: type[ProjectionOptions]
     #: whether it reads source spans through a word alignment (else translated entities)
     uses_alignment: bool
     #: CroP drops sentences whose entities are not all found; CSTOP keeps every translation
     drop_incomplete: bool
+    #: whether it scores spans with a translation model (``project_examples(..., scorer=...)``)
+    uses_scorer: bool = False
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -122,23 +138,25 @@ def _hybrid(example: ProjectionExample, options: HybridOptions) -> ProjectionRes
 PROJECTION_METHODS: Registry[ProjectionMethod] = Registry("projection method")
 
 
-def register_method(name: str, function: Callable[[ProjectionExample, Any], ProjectionResult] | None = None,
+def register_method(name: str, function: Callable[..., Any] | None = None,
                     options: type[ProjectionOptions] = ProjectionOptions, *, uses_alignment: bool = False,
-                    drop_incomplete: bool = True, replace: bool = False) -> Any:
+                    drop_incomplete: bool = True, uses_scorer: bool = False, replace: bool = False) -> Any:
     """Add a projection method, usable by name wherever a method is named; without ``function``, a decorator.
 
     ``function(example, options)`` projects one :class:`ProjectionExample` with an instance of
     ``options``, a dataclass subclassing :class:`~crop_hf.projection.options.ProjectionOptions`
     (whose ``drop_incomplete`` arrives resolved: ``drop_incomplete`` here is the method's default).
     With ``uses_alignment`` the examples reach it with their word alignment (an aligner fills in
-    missing ones); otherwise they carry translated ``entities``. A taken name is an error unless
-    ``replace=True``.
+    missing ones); otherwise they carry translated ``entities``. With ``uses_scorer`` the method
+    scores spans with a translation model: ``function(examples, options, scorer)`` projects a whole
+    batch (a list of examples, a result each) with the :class:`~crop_hf.projection.scoring.TranslationScorer`
+    given to :func:`project_examples`. A taken name is an error unless ``replace=True``.
     """
     if not (isinstance(options, type) and issubclass(options, ProjectionOptions)):
         raise TypeError(f"the options of projection method {name!r} must subclass ProjectionOptions, got {options!r}")
 
-    def register(function: Callable[[ProjectionExample, Any], ProjectionResult]) -> Callable:
-        method = ProjectionMethod(name, function, options, uses_alignment, drop_incomplete)
+    def register(function: Callable[..., Any]) -> Callable:
+        method = ProjectionMethod(name, function, options, uses_alignment, drop_incomplete, uses_scorer)
         PROJECTION_METHODS.register(name, method, replace=replace)
         return function
 
@@ -149,6 +167,10 @@ register_method("lexical", _lexical, LexicalOptions)
 register_method("fuzzy", _fuzzy, FuzzyOptions)
 register_method("alignment", _alignment, AlignmentOptions, uses_alignment=True, drop_incomplete=False)
 register_method("hybrid", _hybrid, HybridOptions, uses_alignment=True, drop_incomplete=False)
+register_method("insertion", project_insertion, InsertionOptions, uses_scorer=True)
+register_method("rerank", project_rerank, RerankOptions, uses_scorer=True, drop_incomplete=False)
+register_method("hybrid_rerank", project_hybrid_rerank, HybridRerankOptions, uses_alignment=True, uses_scorer=True,
+                drop_incomplete=False)
 
 
 def parse_method(text: str) -> tuple[str, dict[str, Any]]:
@@ -256,14 +278,20 @@ def check_options(method: ProjectionMethod, options: Mapping[str, Any]) -> None:
 
 
 def project_examples(method: str, examples: Sequence[ProjectionExample], *, aligner: Any = None,
-                     **options) -> list[ProjectionResult]:
+                     scorer: Any = None, **options) -> list[ProjectionResult]:
     """Project every example with ``method`` (aligning the ones without an alignment first, for ``alignment``).
 
-    ``options`` given here win over those written in ``method`` (:func:`method_options`).
+    ``options`` given here win over those written in ``method`` (:func:`method_options`). A method
+    that scores spans with a translation model (``insertion``, ``rerank``, ``hybrid_rerank``) needs
+    ``scorer``, a :class:`~crop_hf.projection.scoring.TranslationScorer`; other methods ignore it.
     """
     chosen, resolved = method_options(method, **options)
+    if chosen.uses_scorer:
+        require_scorer(scorer, chosen.name)  # before aligning: the error costs nothing
     if chosen.uses_alignment:
         align_missing(examples, aligner)
+    if chosen.uses_scorer:
+        return list(chosen.function(list(examples), resolved, scorer))
     return [chosen.function(example, resolved) for example in examples]
 
 

@@ -28,8 +28,8 @@ from crop_hf.data.sources import parse_query
 from crop_hf.errors import UnknownOptionError
 from crop_hf.projection.target import Normalizer
 
-__all__ = ["AlignmentOptions", "FuzzyOptions", "HybridOptions", "LexicalOptions", "MatchingOptions",
-           "ProjectionOptions"]
+__all__ = ["AlignmentOptions", "FuzzyOptions", "HybridOptions", "HybridRerankOptions", "InsertionOptions",
+           "LexicalOptions", "MatchingOptions", "ProjectionOptions", "RerankOptions"]
 
 Options = TypeVar("Options", bound="ProjectionOptions")
 
@@ -167,3 +167,56 @@ class HybridOptions(AlignmentOptions, MatchingOptions):
     pieces: Literal["split", "largest"] = _default(AlignmentOptions, "pieces", "largest")
     fuzzy: float | None = field(default=None, metadata={
         "help": "A fuzz.ratio threshold (0-100) for a similarity pass before alignment; none skips it."})
+
+
+# -- the model-scored methods (crop_hf.projection.insertion and .rerank) ------------------------------
+
+
+@dataclass
+class InsertionOptions(ProjectionOptions):
+    """``insertion``: :func:`~crop_hf.projection.insertion.project_insertion`'s options (a marker-trained model's markers)."""
+
+    max_span_words: int = field(default=4, metadata={
+        "help": "Longest span (target words; characters for targets split into characters) a slot may take."})
+    min_score: float = field(default=0.0, metadata={
+        "help": "Minimum score (0-1: the geometric-mean probability of the span's marker tokens); a span under it "
+                "is left out with status below_threshold."})
+    marker_style: str = field(default="crop", metadata={
+        "help": "The markers the model was trained with: crop (__SLOT0__) or easyproject ([ ]), or a registered style."})
+    source_markers: Literal["one", "all"] = field(default="one", metadata={
+        "help": "one: the source carries only the slot being placed, as slot 0; all: every slot, numbered in "
+                "sentence order (a sentence with more slots than the model has marker tokens is dropped)."})
+    exhaustive: bool = field(default=False, metadata={
+        "help": "Score every candidate span in full (the reference search; same spans, several times slower)."})
+    width: int = field(default=1, metadata={
+        "help": "Candidates per slot taken into each batched round of the search, doubling once one is fully "
+                "scored (speed only, never the result)."})
+
+
+@dataclass
+class RerankOptions(ProjectionOptions):
+    """``rerank``: :func:`~crop_hf.projection.rerank.project_rerank`'s options (T-Projection's score, a plain model)."""
+
+    max_span_words: int = field(default=4, metadata={
+        "help": "Word n-grams up to this length are candidates (characters for targets split into characters)."})
+    min_score: float = field(default=0.0, metadata={
+        "help": "Minimum symmetric translation score of a taken candidate; below it the entity is left out with "
+                "status below_threshold."})
+    candidates: Literal["all", "ngrams"] = field(default="all", metadata={
+        "help": "all: n-grams plus the spans hybrid (given an alignment) and fuzzy (given translated entities) "
+                "find; ngrams: word n-grams only."})
+
+
+@dataclass
+class HybridRerankOptions(HybridOptions):
+    """``hybrid_rerank``: hybrid's options, and reranking's, with the ``margin`` by which the model must prefer another span."""
+
+    max_span_words: int = _default(RerankOptions, "max_span_words", 4)
+    min_score: float = _default(RerankOptions, "min_score", 0.0)
+    margin: float = field(default=0.1, metadata={
+        "help": "Hybrid's span is replaced only by a candidate scoring at least this much more (symmetric score)."})
+
+    def hybrid_arguments(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`~crop_hf.projection.project_hybrid` (the reranking fields left out)."""
+        own = {"max_span_words", "min_score", "margin"}
+        return {name: value for name, value in self.arguments().items() if name not in own}

@@ -1,0 +1,335 @@
+"""Translation-model scores for projection: teacher-forced log-probabilities of target texts under a seq2seq model.
+
+The model-scored projection methods (``insertion``, ``rerank``, ``hybrid_rerank``) ask one question
+many times: how probable is this target token sequence, given that source text? A
+:class:`TranslationScorer` answers it for any ``AutoModelForSeq2SeqLM`` (M2M100, NLLB, mBART-50,
+MarianMT, BART) and its tokenizer, in a fixed direction (``src_lang`` → ``tgt_lang``, codes of the
+model's family as :func:`~crop_hf.translation.resolve_languages` reads them):
+
+* sources and targets are tokenized as marker MT training tokenizes them
+  (``tokenizer(source)``, ``tokenizer(text_target=target)``): the target's label ids start with the
+  forced language token where the family has one and end with ``</s>``;
+* each distinct source is encoded **once** (:meth:`TranslationScorer.encode_sources`); any number of
+  target rows then share that encoder output (:meth:`TranslationScorer.score_rows`), batched
+  across sources and sentences, right-padded (the decoder is causal, so padding never changes a
+  real position's probability);
+* a target's score leaves out its forced language token (the model does not choose it) and
+  counts ``</s>``: :meth:`TranslationScorer.sequence_log_probs` sums the token log-probabilities,
+  :meth:`TranslationScorer.mean_log_probs` averages them (the log of the per-token geometric-mean
+  probability that T-Projection's score uses).
+
+:meth:`TranslationScorer.score_rows` also returns the log-probability of any further token at any
+position of a row (``gather``): the distribution at position ``t`` depends on the row's first ``t``
+tokens only, so one pass over a sequence scores every sequence that shares a prefix with it up to
+one token past that prefix. Insertion's exact search is built on that
+(:mod:`crop_hf.projection.insertion`).
+
+Nothing here imports torch or transformers until a scorer is built.
+
+>>> from crop_hf.demo_models import build_tiny_m2m100  # doctest: +SKIP
+>>> scorer = TranslationScorer.from_pretrained(build_tiny_m2m100("m2m"), src_lang="en", tgt_lang="de")  # doctest: +SKIP
+>>> scorer.mean_log_probs(["I live in Gothenburg ."], ["Ich wohne in Göteborg ."])  # doctest: +SKIP
+[-5.8...]
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from crop_hf.markers import MarkerStyle, get_marker_style
+from crop_hf.translation.languages import LanguageSetup, resolve_languages
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["EncodedSources", "RowScores", "TranslationScorer", "require_scorer"]
+
+logger = logging.getLogger(__name__)
+
+#: Families whose checkpoints translate between many languages by language code: a reverse or
+#: copy direction exists whenever the tokenizer knows both codes.
+MULTILINGUAL_FAMILIES = frozenset({"m2m100", "nllb", "mbart"})
+
+
+def require_scorer(scorer: Any, method: str) -> None:
+    """A ``ValueError`` saying what to pass when a model-scored ``method`` was called without its scorer."""
+    if scorer is None:
+        raise ValueError(f"{method} projection scores spans with a translation model: pass scorer="
+                         "TranslationScorer(model, tokenizer, src_lang, tgt_lang) to project_examples "
+                         "(pipeline('projection') does not take one yet)")
+
+
+@dataclass
+class EncodedSources:
+    """Encoder outputs of some source texts, one ``[length, hidden]`` tensor each (padding removed)."""
+
+    texts: list[str]
+    states: list[Any]  # torch.Tensor each
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+
+@dataclass
+class RowScores:
+    """What one decoder row gave: the log-probability of each of its label tokens, and of each gathered token.
+
+    ``log_probs[t]`` is ``log P(labels[t] | labels[:t], source)`` for every label position, the
+    forced prefix included (``skip`` says how many leading tokens are forced); ``gathered[k]`` is
+    ``log P(token_k | labels[:t_k], source)`` for the ``k``-th ``(t_k, token_k)`` asked for.
+    """
+
+    log_probs: list[float]
+    gathered: list[float]
+    skip: int
+
+    @property
+    def total(self) -> float:
+        """The row's score: the sum of its label log-probabilities after the forced prefix."""
+        return float(sum(self.log_probs[self.skip:]))
+
+
+class TranslationScorer:
+    """Teacher-forced log-probabilities of targets given sources under one seq2seq model, in one direction.
+
+    Args:
+        model: an ``AutoModelForSeq2SeqLM`` (put in eval mode; never trained here).
+        tokenizer: its tokenizer.
+        src_lang, tgt_lang: the direction, as codes of the model's family (``"en"``, ``"de"`` for
+            M2M100; ``"eng_Latn"`` for NLLB; ``"en_XX"`` for mBART-50; none for a one-direction
+            MarianMT model). An unknown code is a ``ValueError`` naming close matches.
+        batch_size: decoder rows (and encoder sources) per forward pass.
+        sentences_per_batch: how many sentences a projection method takes into one search (its
+            candidate sequences are all held at once).
+
+    ``stats`` counts the work done (``encoder_rows``, ``decoder_rows``, ``decoder_tokens``,
+    ``decoder_calls``), for benchmarks.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, src_lang: str | None = None, tgt_lang: str | None = None, *,
+                 batch_size: int = 32, sentences_per_batch: int = 64, _shared: dict | None = None) -> None:
+        if batch_size < 1 or sentences_per_batch < 1:
+            raise ValueError(f"batch_size and sentences_per_batch must be at least 1, got {batch_size}, "
+                             f"{sentences_per_batch}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.sentences_per_batch = sentences_per_batch
+        self.languages: LanguageSetup = resolve_languages(tokenizer, src_lang, tgt_lang)
+        # Shared by every direction of one model: the counts and the marker vocabularies read.
+        self._shared = _shared if _shared is not None else {"stats": Counter(), "vocabularies": {}}
+        if _shared is None:
+            model.eval()
+        start = getattr(model.config, "decoder_start_token_id", None)
+        if start is None:
+            start = getattr(getattr(model, "generation_config", None), "decoder_start_token_id", None)
+        if start is None:
+            raise ValueError(f"{self.name} has no decoder_start_token_id: it cannot be scored by teacher forcing")
+        self.decoder_start = int(start)
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else getattr(model.config, "pad_token_id", 0) or 0)
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: Any, src_lang: str | None = None, tgt_lang: str | None = None, *,
+                        device: Any = None, dtype: Any = None, **kwargs) -> TranslationScorer:
+        """Load ``AutoModelForSeq2SeqLM`` and ``AutoTokenizer`` from a checkpoint (``"facebook/m2m100_418M"``)."""
+        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+        model = AutoModelForSeq2SeqLM.from_pretrained(name_or_path, **({"dtype": dtype} if dtype else {}))
+        if device is not None:
+            model = model.to(device)
+        return cls(model, tokenizer, src_lang, tgt_lang, **kwargs)
+
+    # -- identity and directions ---------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The model's name for messages: its checkpoint name or path, else its class."""
+        return str(getattr(self.model, "name_or_path", "") or getattr(self.model.config, "name_or_path", "")
+                   or type(self.model).__name__)
+
+    @property
+    def stats(self) -> Counter:
+        return self._shared["stats"]
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def tolerance(self) -> float:
+        """How far two computations of one log-probability may differ (batch and padding change float sums):
+        1e-4 in float32, 0.05 in half precision. Exact searches prune only by more than this."""
+        import torch
+
+        return 5e-2 if next(self.model.parameters()).dtype in (torch.float16, torch.bfloat16) else 1e-4
+
+    def direction(self, src_lang: str | None, tgt_lang: str | None) -> TranslationScorer:
+        """The same model scoring ``src_lang`` → ``tgt_lang`` (sharing weights, counts and caches).
+
+        Only families that take language codes (M2M100, NLLB, mBART-50) have directions to choose;
+        for any other model (a MarianMT checkpoint translates one fixed pair) this is a ``ValueError``.
+        """
+        what = f"{src_lang or '?'}→{tgt_lang or '?'}"
+        if self.languages.family not in MULTILINGUAL_FAMILIES:
+            raise ValueError(
+                f"{self.name} ({self.languages.family} family) translates one fixed direction and cannot score "
+                f"{what}; use a multilingual model that knows both languages (M2M100, NLLB, mBART-50)")
+        if (src_lang, tgt_lang) == (self.languages.src_lang, self.languages.tgt_lang):
+            return self
+        try:
+            return TranslationScorer(self.model, self.tokenizer, src_lang, tgt_lang, batch_size=self.batch_size,
+                                     sentences_per_batch=self.sentences_per_batch, _shared=self._shared)
+        except ValueError as error:
+            raise ValueError(f"{self.name} cannot score the direction {what}: {error}") from None
+
+    def reverse(self) -> TranslationScorer:
+        """The target → source direction (a ``ValueError`` saying why when the model does not have it)."""
+        return self.direction(self.languages.tgt_lang, self.languages.src_lang)
+
+    def marker_vocabulary(self, style: str | MarkerStyle | None = None):
+        """The tokenizer's :class:`~crop_hf.translation.marker_tokens.MarkerVocabulary` for ``style`` (read once)."""
+        from crop_hf.translation.marker_tokens import MarkerVocabulary
+
+        style = get_marker_style(style)
+        cache = self._shared["vocabularies"]
+        if style.name not in cache:
+            cache[style.name] = MarkerVocabulary(self.tokenizer, style)
+        return cache[style.name]
+
+    # -- tokenization ---------------------------------------------------------------------------
+
+    def _set_languages(self) -> None:
+        self.languages.apply(self.tokenizer)
+        if self.languages.tgt_lang is not None and hasattr(self.tokenizer, "tgt_lang"):
+            self.tokenizer.tgt_lang = self.languages.tgt_lang
+
+    def encode_targets(self, texts: Sequence[str]) -> list[list[int]]:
+        """The label ids of each target text, as marker MT training builds them."""
+        if not texts:
+            return []
+        self._set_languages()
+        return [list(ids) for ids in self.tokenizer(text_target=list(texts))["input_ids"]]
+
+    def skip(self, labels: Sequence[int]) -> int:
+        """How many leading label tokens are forced (the target language token), left out of scores."""
+        forced = self.languages.forced_bos_token_id
+        return int(forced is not None and len(labels) > 0 and labels[0] == forced)
+
+    # -- model passes ---------------------------------------------------------------------------
+
+    def encode_sources(self, texts: Sequence[str]) -> EncodedSources:
+        """Run the encoder once over each source text (batched); the states stay on the model's device."""
+        import torch
+
+        self._set_languages()
+        texts = list(texts)
+        states: list[Any] = [None] * len(texts)
+        order = sorted(range(len(texts)), key=lambda k: len(texts[k]))
+        encoder = self.model.get_encoder()
+        with torch.inference_mode():
+            for begin in range(0, len(order), self.batch_size):
+                chunk = order[begin:begin + self.batch_size]
+                encoded = self.tokenizer([self.languages.prefix + texts[k] for k in chunk], return_tensors="pt",
+                                         padding=True).to(self.device)
+                hidden = encoder(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"])[0]
+                lengths = encoded["attention_mask"].sum(1).tolist()
+                for row, k in enumerate(chunk):
+                    states[k] = hidden[row, :lengths[row]]
+                self.stats["encoder_rows"] += len(chunk)
+        return EncodedSources(texts, states)
+
+    def score_rows(self, encoded: EncodedSources, rows: Sequence[tuple[int, Sequence[int]]],
+                   gather: Sequence[Sequence[tuple[int, int]]] | None = None) -> list[RowScores]:
+        """Teacher-force each row ``(source index into encoded, label ids)``; batched, in any mix of sources.
+
+        ``gather[r]`` lists ``(position, token id)`` pairs of row ``r`` whose log-probability is
+        wanted too (``position`` < the row's length): the probability of ``token`` in place of
+        the row's own label at ``position``.
+        """
+        import torch
+        from transformers.modeling_outputs import BaseModelOutput
+
+        gather = gather if gather is not None else [()] * len(rows)
+        if len(gather) != len(rows):
+            raise ValueError(f"{len(gather)} gather lists for {len(rows)} rows")
+        out: list[RowScores | None] = [None] * len(rows)
+        order = sorted(range(len(rows)), key=lambda r: -len(rows[r][1]))
+        device = self.device
+        with torch.inference_mode():
+            for begin in range(0, len(order), self.batch_size):
+                chunk = order[begin:begin + self.batch_size]
+                states = [encoded.states[rows[r][0]] for r in chunk]
+                source_length = max(state.shape[0] for state in states)
+                hidden = torch.nn.utils.rnn.pad_sequence(states, batch_first=True)
+                source_mask = torch.zeros(len(chunk), source_length, dtype=torch.long, device=device)
+                for row, state in enumerate(states):
+                    source_mask[row, :state.shape[0]] = 1
+                length = max(len(rows[r][1]) for r in chunk)
+                labels = torch.full((len(chunk), length), self.pad_id, dtype=torch.long)
+                target_mask = torch.zeros(len(chunk), length, dtype=torch.long)
+                for row, r in enumerate(chunk):
+                    ids = list(rows[r][1])
+                    if not ids:
+                        raise ValueError("a target row has no tokens")
+                    labels[row, :len(ids)] = torch.tensor(ids)
+                    target_mask[row, :len(ids)] = 1
+                decoder_input = torch.full_like(labels, self.pad_id)
+                decoder_input[:, 0] = self.decoder_start
+                decoder_input[:, 1:] = labels[:, :-1]
+                labels, target_mask, decoder_input = labels.to(device), target_mask.to(device), decoder_input.to(device)
+                logits = self.model(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=source_mask,
+                                    decoder_input_ids=decoder_input, decoder_attention_mask=target_mask,
+                                    use_cache=False).logits
+                normalizer = torch.logsumexp(logits.float(), dim=-1)  # [rows, positions]
+                own = logits.gather(-1, labels.unsqueeze(-1)).squeeze(-1).float() - normalizer
+                asked = [(row, position, token) for row, r in enumerate(chunk) for position, token in gather[r]]
+                if asked:
+                    index = torch.tensor(asked, dtype=torch.long, device=device)
+                    values = (logits[index[:, 0], index[:, 1], index[:, 2]].float()
+                              - normalizer[index[:, 0], index[:, 1]]).double().tolist()
+                else:
+                    values = []
+                own_rows = own.double().tolist()
+                cursor = 0
+                for row, r in enumerate(chunk):
+                    ids = rows[r][1]
+                    count = len(gather[r])
+                    out[r] = RowScores(own_rows[row][:len(ids)], values[cursor:cursor + count], self.skip(ids))
+                    cursor += count
+                self.stats["decoder_calls"] += 1
+                self.stats["decoder_rows"] += len(chunk)
+                self.stats["decoder_tokens"] += int(target_mask.sum())
+        return out  # type: ignore[return-value]
+
+    # -- scores of text pairs -------------------------------------------------------------------
+
+    def _pairs(self, sources: Sequence[str], targets: Sequence[str]) -> list[RowScores]:
+        if len(sources) != len(targets):
+            raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+        unique = list(dict.fromkeys(sources))
+        position = {text: k for k, text in enumerate(unique)}
+        encoded = self.encode_sources(unique)
+        labels = self.encode_targets(targets)
+        return self.score_rows(encoded, [(position[source], ids) for source, ids in zip(sources, labels, strict=True)])
+
+    def token_log_probs(self, sources: Sequence[str], targets: Sequence[str]) -> list[list[float]]:
+        """Per pair, the log-probability of each target token (the forced language token left out, ``</s>`` in)."""
+        return [row.log_probs[row.skip:] for row in self._pairs(sources, targets)]
+
+    def sequence_log_probs(self, sources: Sequence[str], targets: Sequence[str]) -> list[float]:
+        """Per pair, ``log P(target | source)``: the sum of :meth:`token_log_probs`."""
+        return [row.total for row in self._pairs(sources, targets)]
+
+    def mean_log_probs(self, sources: Sequence[str], targets: Sequence[str]) -> list[float]:
+        """Per pair, the mean token log-probability: the log of T-Projection's per-token geometric-mean ``P(y|x)``."""
+        return [row.total / max(1, len(row.log_probs) - row.skip) for row in self._pairs(sources, targets)]
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self.name!r}, {self.languages.src_lang}→{self.languages.tgt_lang}, "
+                f"batch_size={self.batch_size})")

@@ -1,0 +1,460 @@
+"""Projection scored by a translation model: ``insertion`` (markers placed in a fixed target) and ``rerank``.
+
+Random-weight tiny models check the plumbing (shapes, batching, overlaps, statuses, errors) and the
+exactness of insertion's search against exhaustive enumeration; fake scorers whose probabilities the
+tests set check that the selection picks the best candidate and resolves conflicts by score.
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crop_hf.labels import Span
+from crop_hf.markers import mark_tokens
+from crop_hf.projection import TranslationScorer, symmetric_scores, tokenize_target
+from crop_hf.projection.insertion import candidate_spans, mark_target, target_text
+from crop_hf.projection.methods import PROJECTION_METHODS, ProjectionExample, method_options, project_examples
+from crop_hf.projection.options import HybridRerankOptions, InsertionOptions, RerankOptions
+from crop_hf.projection.scoring import RowScores
+
+WORDS = ["ich", "wohne", "in", "Göteborg", "und", "arbeite", "für", "Volvo", "am", "Montag", "Paris", ".", "die",
+         "Kanzlerin", "besuchte"]
+
+
+def _load(path, sharpen: float = 1.0) -> TranslationScorer:
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(path)
+    if sharpen != 1.0:  # larger logits: peaked distributions, so bounds prune and near-ties are rare
+        with torch.no_grad():
+            model.model.decoder.layer_norm.weight.mul_(sharpen)
+            model.model.decoder.layer_norm.bias.mul_(sharpen)
+    return TranslationScorer(model, AutoTokenizer.from_pretrained(path), "en", "de", batch_size=8)
+
+
+@pytest.fixture(scope="module")
+def scorer(tiny_m2m100):
+    return _load(tiny_m2m100)
+
+
+@pytest.fixture(scope="module")
+def sharp(tiny_m2m100):
+    return _load(tiny_m2m100, sharpen=8.0)
+
+
+def _example(target, source, spans, **kwargs):
+    sentence = tokenize_target(target, kwargs.pop("lang", None)) if isinstance(target, str) else target
+    return ProjectionExample(sentence, source_tokens=source.split(), source_spans=[Span(*s) for s in spans], **kwargs)
+
+
+def _spans(result):
+    return [(e.token_start, e.token_end, e.label) for e in result.entities]
+
+
+# --- the scorer ------------------------------------------------------------------------------------
+
+
+def test_batched_scores_equal_one_at_a_time_scores_and_leave_out_the_forced_language_token(scorer):
+    sources = ["I live in Gothenburg .", "Volvo", "Angela Merkel visited Paris on Monday .", "I live in Gothenburg ."]
+    targets = ["Ich wohne in Göteborg .", "Volvo ist eine Firma", "Paris", "Göteborg"]
+    batched = scorer.token_log_probs(sources, targets)
+    alone = [scorer.token_log_probs([s], [t])[0] for s, t in zip(sources, targets, strict=True)]
+    labels = scorer.encode_targets(targets)
+    for row, single, ids in zip(batched, alone, labels, strict=True):
+        assert ids[0] == scorer.tokenizer.get_lang_id("de") and ids[-1] == scorer.tokenizer.eos_token_id
+        assert len(row) == len(single) == len(ids) - 1  # every token after the forced __de__, </s> included
+        assert max(abs(a - b) for a, b in zip(row, single, strict=True)) < 1e-5
+        assert all(value < 0 for value in row)
+    sums, means = scorer.sequence_log_probs(sources, targets), scorer.mean_log_probs(sources, targets)
+    for total, mean, row in zip(sums, means, batched, strict=True):
+        assert total == pytest.approx(sum(row), abs=1e-5) and mean == pytest.approx(sum(row) / len(row), abs=1e-5)
+
+
+def test_a_gathered_token_is_the_log_probability_the_sequence_with_that_token_gets(scorer):
+    """One pass over a sequence scores every sequence sharing its prefix, one token past it (what bounds rest on)."""
+    encoded = scorer.encode_sources(["I live in __SLOT0__ Gothenburg __SLOT0__ ."])
+    plain, marked = scorer.encode_targets(["Ich wohne in Göteborg .", "Ich wohne in __SLOT0__ Göteborg __SLOT0__ ."])
+    shared = next(t for t, (a, b) in enumerate(zip(plain, marked, strict=False)) if a != b)
+    probe, own = scorer.score_rows(encoded, [(0, plain), (0, marked)], [[(shared, marked[shared])], []])
+    assert isinstance(probe, RowScores) and probe.skip == 1 and len(probe.log_probs) == len(plain)
+    assert probe.log_probs[:shared] == pytest.approx(own.log_probs[:shared], abs=1e-5)
+    assert probe.gathered[0] == pytest.approx(own.log_probs[shared], abs=1e-5)
+
+
+def test_scorer_directions_and_language_errors(scorer, tiny_bart):
+    reverse = scorer.reverse()
+    assert (reverse.languages.src_lang, reverse.languages.tgt_lang) == ("de", "en")
+    assert reverse.stats is scorer.stats and scorer.direction("en", "de") is scorer
+    with pytest.raises(ValueError, match="cannot score the direction de→xx: unknown target language 'xx'"):
+        scorer.direction("de", "xx")
+    bart = TranslationScorer.from_pretrained(tiny_bart)
+    with pytest.raises(ValueError, match="translates one fixed direction and cannot score"):
+        bart.reverse()
+
+
+# --- insertion: exactness ----------------------------------------------------------------------------
+
+
+def _brute_force(scorer, source, span, target_words, max_span_words=4):
+    """The reference: every span of <= max_span_words words, its marked target scored alone by teacher forcing."""
+    start, end = span
+    marked_source = " ".join([*source[:start], "__SLOT0__", *source[start:end], "__SLOT0__", *source[end:]])
+    scored = []
+    for i in range(len(target_words)):
+        for j in range(i + 1, min(len(target_words), i + max_span_words) + 1):
+            text = " ".join([*target_words[:i], "__SLOT0__", *target_words[i:j], "__SLOT0__", *target_words[j:]])
+            scored.append((scorer.sequence_log_probs([marked_source], [text])[0], i, j))
+    return scored
+
+
+sentences = st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),
+                      st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), st.data())
+
+
+@pytest.mark.parametrize("model", ["scorer", "sharp"])
+@settings(max_examples=10, deadline=None)
+@given(drawn=sentences)
+def test_search_returns_the_span_of_exhaustive_enumeration(request, model, drawn):
+    scorer = request.getfixturevalue(model)
+    target, source, data = drawn
+    start = data.draw(st.integers(0, len(source) - 1))
+    end = data.draw(st.integers(start + 1, len(source)))
+    example = _example(" ".join(target), " ".join(source), [(start, end, "X")])
+    (result,) = project_examples("insertion", [example], scorer=scorer)
+    scored = _brute_force(scorer, source, (start, end), target)
+    best = max(scored, key=lambda item: item[0])  # the first of equal scores, as the search breaks ties
+    (entity,) = result.entities
+    chosen = next(value for value, i, j in scored if (i, j) == (entity.token_start, entity.token_end))
+    assert (entity.token_start, entity.token_end) == best[1:] or chosen == pytest.approx(best[0], abs=1e-4)
+
+
+@settings(max_examples=8, deadline=None)
+@given(target=st.lists(st.sampled_from([*WORDS, "Göteborg,", "(Volvo)"]), min_size=1, max_size=7),
+       spans=st.lists(st.integers(1, 2), min_size=1, max_size=3), markers=st.sampled_from(["one", "all"]))
+def test_search_equals_exhaustive_with_several_slots_conflicts_and_glued_punctuation(sharp, target, spans, markers):
+    source, position, labeled = [], 0, []
+    for k, width in enumerate(spans):
+        source += [f"w{k}"] + [f"e{k}x{n}" for n in range(width)]
+        labeled.append((position + 1, position + 1 + width, f"L{k}"))
+        position += 1 + width
+    example = _example(" ".join(target), " ".join(source), labeled)
+    fast, slow = (project_examples(f"insertion?source_markers={markers}{extra}", [example], scorer=sharp)[0]
+                  for extra in ("", "&exhaustive=true"))
+    assert fast.tags == slow.tags and [s.status for s in fast.statuses] == [s.status for s in slow.statuses]
+    assert [e.score for e in fast.entities] == [e.score for e in slow.entities]
+    occupied = [k for e in fast.entities for k in range(e.token_start, e.token_end)]
+    assert len(occupied) == len(set(occupied))  # never overlapping
+
+
+def test_search_runs_fewer_decoder_rows_than_exhaustive_when_bounds_prune():
+    scorer = FakeMarkerScorer(peaked=True)
+    example = _example("a b c d e f g h i j", "x y z", [(1, 2, "X")])
+    scorer.stats.clear()
+    fast = project_examples("insertion", [example], scorer=scorer)[0]
+    search_rows = scorer.stats["decoder_rows"]
+    scorer.stats.clear()
+    slow = project_examples("insertion?exhaustive=true", [example], scorer=scorer)[0]
+    assert fast.tags == slow.tags and scorer.stats["decoder_rows"] == len(candidate_spans(10, 4)) == 34
+    assert search_rows < 34 / 2
+
+
+# --- insertion: plumbing -----------------------------------------------------------------------------
+
+
+def test_batching_sentences_together_equals_projecting_them_one_by_one(scorer):
+    examples = [_example("Angela Merkel besuchte am Montag Paris .", "Angela Merkel visited Paris on Monday .",
+                         [(0, 2, "PER"), (3, 4, "LOC"), (5, 6, "DATE")]),
+                _example("我住在哥德堡。", "I live in Gothenburg", [(3, 4, "LOC")], lang="zh"),
+                _example("Volvo", "Volvo", [(0, 1, "ORG")])]
+    together = project_examples("insertion", examples, scorer=scorer)
+    alone = [project_examples("insertion", [example], scorer=scorer)[0] for example in examples]
+    for a, b in zip(together, alone, strict=True):
+        assert a.tags == b.tags and [e.score for e in a.entities] == [e.score for e in b.entities]
+        assert all(e.score is not None and 0 <= e.score <= 1 and e.match == "insertion" for e in a.entities)
+    assert together[1].tokenization == "characters" and len(together[1].tags) == 7
+    assert [s.status for s in together[0].statuses] == ["projected"] * 3 and together[0].complete
+
+
+def test_markers_go_at_word_boundaries_of_the_targets_own_tokenization():
+    text, offsets = target_text(tokenize_target("我住在哥德堡。", "zh"))
+    assert mark_target(text, offsets, 3, 6, "[", "]") == "我住在 [ 哥德堡 ] 。"
+    assert mark_target(text, offsets, 3, None, "__SLOT0__", None) == "我住在 __SLOT0__ 哥德堡。"
+    sentence = tokenize_target("Sie wohnt in Göteborg, nicht (Oslo).")
+    text, offsets = target_text(sentence)
+    assert mark_target(text, offsets, 3, 4, "M", "M") == "Sie wohnt in M Göteborg M , nicht (Oslo)."
+    assert mark_target(text, offsets, 7, 8, "M", "M") == "Sie wohnt in Göteborg, nicht ( M Oslo M )."
+    given = tokenize_target(["Sie", "wohnt", "in", "Göteborg"])
+    assert target_text(given) == ("Sie wohnt in Göteborg", [(0, 3), (4, 9), (10, 12), (13, 21)])
+    assert target_text(tokenize_target(["哥", "德", "堡"]))[0] == "哥德堡"
+
+
+def test_spans_never_overlap_and_what_cannot_be_placed_is_a_counted_conflict(scorer):
+    example = _example("Paris", "Angela Merkel visited Paris", [(0, 2, "PER"), (3, 4, "LOC")])
+    (result,) = project_examples("insertion", [example], scorer=scorer)
+    assert len(result.entities) == 1 and sorted(s.status for s in result.statuses) == ["conflict", "projected"]
+    assert not result.complete and result.reason == "entity_not_projected" and not result.kept
+    assert project_examples("insertion?drop_incomplete=false", [example], scorer=scorer)[0].kept
+
+
+def test_a_span_under_min_score_comes_back_missing_with_its_reason(scorer):
+    example = _example("Ich wohne in Göteborg .", "I live in Gothenburg .", [(3, 4, "LOC")])
+    kept = project_examples("insertion", [example], scorer=scorer)[0]
+    (entity,) = kept.entities
+    dropped = project_examples("insertion", [example], scorer=scorer, min_score=0.5)[0]
+    assert entity.score < 0.5  # a random model gives markers about 1/len(vocabulary)
+    assert dropped.entities == [] and [s.status for s in dropped.statuses] == ["below_threshold"]
+    assert dropped.tags == ["O"] * 5 and not dropped.kept
+
+
+def test_bad_input_is_a_counted_drop_or_a_clear_error(scorer, tiny_bart):
+    empty = _example(tokenize_target([]), "I live in Gothenburg", [(3, 4, "LOC")])
+    (result,) = project_examples("insertion", [empty], scorer=scorer)
+    assert [s.status for s in result.statuses] == ["empty_target"] and result.reason == "empty_target"
+    # 17 slots: the tiny model has 16 marker tokens; only the sources that carry them all need them
+    many = _example("a b c d e f g h i j k l m n o p q", " ".join("abcdefghijklmnopq"), [(k, k + 1, "X") for k in range(17)])
+    (result,) = project_examples("insertion?source_markers=all", [many], scorer=scorer)
+    assert {s.status for s in result.statuses} == {"too_many_spans"} and result.reason == "too_many_spans"
+    bart = TranslationScorer.from_pretrained(tiny_bart)
+    with pytest.raises(ValueError, match=rf"marker style, but {tiny_bart} has no token for '__SLOT0__'") as caught:
+        project_examples("insertion", [empty], scorer=bart)
+    assert "'crop'" in str(caught.value)
+    with pytest.raises(ValueError, match="insertion projection scores spans with a translation model: pass scorer="):
+        project_examples("insertion", [empty])
+    with pytest.raises(ValueError, match=r"rerank projection scores .* \(pipeline\('projection'\) does not take one yet"):
+        PROJECTION_METHODS["rerank"].function(empty, RerankOptions())  # as the pipeline calls a method, for now
+    with pytest.raises(ValueError, match="sentence 0: the target already contains a marker of the 'easyproject'"):
+        project_examples("insertion?marker_style=easyproject", [_example("a [b]", "x", [(0, 1, "X")])], scorer=scorer)
+    with pytest.raises(ValueError, match=r"sentence 1: span .* is empty or outside"):
+        project_examples("insertion", [empty, _example("a b", "x", [(0, 3, "X")])], scorer=scorer)
+    with pytest.raises(ValueError, match="needs source_tokens"):
+        project_examples("insertion", [ProjectionExample(tokenize_target("a"))], scorer=scorer)
+
+
+def test_the_bracket_style_places_brackets(scorer):
+    example = _example("Ich wohne in Göteborg .", "I live in Gothenburg .", [(3, 4, "LOC")])
+    (result,) = project_examples("insertion?marker_style=easyproject&max_span_words=2", [example], scorer=scorer)
+    assert result.statuses[0].status == "projected" and result.entities[0].token_end - result.entities[0].token_start <= 2
+
+
+# --- insertion: the selection, with probabilities the test sets ---------------------------------------
+
+
+class FakeMarkerScorer:
+    """A "model" over whitespace tokens: an opening marker before word ``a`` costs ``OPEN[source][a]``, a
+    closing one after word ``b`` costs ``CLOSE[source][b]``, a word costs ``after[word]`` right after a
+    marker and ``words[word]`` elsewhere (default 0.5 both), ``</s>`` 0.5 (log-probabilities, negated).
+    With the default word costs the best span of a source is the ``(a, b)`` of highest ``OPEN[a] + CLOSE[b]``."""
+
+    name = "fake-marker-model"
+    sentences_per_batch = 64
+    tolerance = 1e-9
+
+    def __init__(self, tables=None, peaked=False, words=None, after=None):
+        self.tables = tables or {}
+        self.peaked = peaked
+        self.words, self.after = words or {}, after or {}
+        self.stats = __import__("collections").Counter()
+        self.ids: dict[str, int] = {"</s>": 0, "__SLOT0__": 1, "__SLOT1__": 2}
+        self.spelled = {0: "</s>"}
+
+    def marker_vocabulary(self, style):
+        return SimpleNamespace(single_token_slots={0, 1}, marker_ids=[1, 2], signatures={})
+
+    def encode_targets(self, texts):
+        rows = [[self.ids.setdefault(word, len(self.ids)) for word in text.split()] + [0] for text in texts]
+        self.spelled.update({number: word for word, number in self.ids.items()})
+        return rows
+
+    def total(self, source, text):
+        """The reference score of one marked target: its own tokens' log-probabilities, summed."""
+        (ids,) = self.encode_targets([text])
+        return sum(self._log_prob(source, ids[:t], ids[t]) for t in range(len(ids)))
+
+    def encode_sources(self, texts):
+        return SimpleNamespace(texts=list(texts))
+
+    def _table(self, source, n):
+        if source in self.tables:
+            return self.tables[source]
+        if self.peaked:  # one clear best span, (3, 5), everything else far behind
+            return [-0.1 if a == 3 else -30.0 for a in range(n)], [-0.1 if b == 5 else -30.0 for b in range(n + 1)]
+        raise KeyError(source)
+
+    def _log_prob(self, source, prefix, token):
+        if token == 0:
+            return -0.5
+        if token not in (1, 2):
+            word = self.spelled[token]
+            return self.after.get(word, -0.5) if prefix and prefix[-1] in (1, 2) else self.words.get(word, -0.5)
+        words = sum(t not in (1, 2) for t in prefix)
+        opening, closing = self._table(source, 10)
+        return opening[words] if not any(t in (1, 2) for t in prefix) else closing[words]
+
+    def score_rows(self, encoded, rows, gather):
+        self.stats["decoder_rows"] += len(rows)
+        out = []
+        for (source, ids), asked in zip(rows, gather, strict=True):
+            text = encoded.texts[source]
+            own = [self._log_prob(text, ids[:t], ids[t]) for t in range(len(ids))]
+            out.append(RowScores(own, [self._log_prob(text, ids[:t], token) for t, token in asked], 0))
+        return out
+
+
+def _marked(source, span):
+    return mark_tokens(source.split(), [span]).text
+
+
+dyadic = st.integers(-64, 0).map(lambda value: value / 16)  # sums of these are exact in floating point
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(1, 7), max_span_words=st.integers(1, 4), width=st.sampled_from([1, 4]), data=st.data())
+def test_search_is_exact_where_a_marker_changes_the_probability_of_the_words_after_it(n, max_span_words, width, data):
+    """Random marker and word costs (a word right after a marker costs something else): the search's span is the
+    one of highest total score over every candidate, ties going to the first (the exhaustive order)."""
+    words = [f"t{k}" for k in range(n)]
+    source = "x y"
+    tables = {_marked(source, (1, 2, "X")): ([data.draw(dyadic) for _ in range(n)],
+                                              [data.draw(dyadic) for _ in range(n + 1)])}
+    scorer = FakeMarkerScorer(tables, words={w: data.draw(dyadic) for w in words},
+                              after={w: data.draw(dyadic) for w in words})
+    (result,) = project_examples(f"insertion?max_span_words={max_span_words}&width={width}",
+                                 [_example(" ".join(words), source, [(1, 2, "X")])], scorer=scorer)
+    marked = _marked(source, (1, 2, "X"))
+    totals = {(i, j): scorer.total(marked, " ".join([*words[:i], "__SLOT0__", *words[i:j], "__SLOT0__", *words[j:]]))
+              for i, j in candidate_spans(n, max_span_words)}
+    best = max(totals, key=totals.get)
+    assert _spans(result) == [(*best, "X")]
+
+
+def test_the_selection_takes_the_most_probable_marker_placement():
+    source = "I live in Gothenburg"
+    opening = [-9.0, -3.0, -0.2, -8.0]  # before word 2 ...
+    closing = [-9.0, -9.0, -9.0, -7.0, -0.3]  # ... and after word 3: (2, 4)
+    scorer = FakeMarkerScorer({_marked(source, (3, 4, "LOC")): (opening, closing)})
+    (result,) = project_examples("insertion", [_example("a b c d", source, [(3, 4, "LOC")])], scorer=scorer)
+    assert _spans(result) == [(2, 4, "LOC")]
+    assert result.entities[0].score == round(math.exp((-0.2 - 0.3) / 2), 2)
+    (short,) = project_examples("insertion?max_span_words=1", [_example("a b c d", source, [(3, 4, "LOC")])],
+                                scorer=scorer)
+    assert _spans(short) == [(2, 3, "LOC")]  # -0.2 + -9.0 beats every other one-word span
+
+
+@pytest.mark.parametrize("first_wins", [True, False])
+def test_overlapping_best_spans_go_to_the_higher_score_and_the_other_slot_searches_again(first_wins):
+    source = "Anna met Bo"
+    high, low = (-0.1, -0.1), (-1.0, -1.0)
+    a, b = high if first_wins else low, low if first_wins else high
+    tables = {  # slot A wants (1, 3), else (0, 1); slot B wants (2, 4), else (3, 4)
+        _marked(source, (0, 1, "A")): ([-20.0, a[0], -20.0, -20.0], [-20.0, -5.0, -20.0, a[1], -20.0]),
+        _marked(source, (2, 3, "B")): ([-20.0, -20.0, b[0], -5.0], [-20.0, -20.0, -20.0, -20.0, b[1]]),
+    }
+    tables[_marked(source, (0, 1, "A"))][0][0] = -4.0
+    scorer = FakeMarkerScorer(tables)
+    (result,) = project_examples("insertion", [_example("w x y z", source, [(0, 1, "A"), (2, 3, "B")])],
+                                 scorer=scorer)
+    assert _spans(result) == ([(1, 3, "A"), (3, 4, "B")] if first_wins else [(0, 1, "A"), (2, 4, "B")])
+    assert [s.status for s in result.statuses] == ["projected", "projected"]
+
+
+# --- rerank ----------------------------------------------------------------------------------------
+
+
+class FakePlainScorer:
+    """Copying costs nothing (P = 1/2 each way); translating e into c, either way, has probability ``TABLE[(e, c)]``,
+    so s(e, c) = 2 TABLE[(e, c)]."""
+
+    sentences_per_batch = 64
+
+    def __init__(self, table, src="en", tgt="de"):
+        self.table, self.languages = table, SimpleNamespace(src_lang=src, tgt_lang=tgt)
+
+    def direction(self, src, tgt):
+        return FakePlainScorer(self.table, src, tgt)
+
+    def reverse(self):
+        return self.direction(self.languages.tgt_lang, self.languages.src_lang)
+
+    def mean_log_probs(self, sources, targets):
+        src, tgt = self.languages.src_lang, self.languages.tgt_lang
+        if src == tgt:
+            return [math.log(0.5)] * len(sources)
+        pairs = zip(sources, targets, strict=True) if src == "en" else zip(targets, sources, strict=True)
+        return [math.log(self.table.get(pair, 0.01)) for pair in pairs]
+
+
+def test_symmetric_score_is_t_projections():
+    scorer = FakePlainScorer({("Paris", "Paris"): 0.4, ("Paris", "Parigi"): 0.3})
+    assert symmetric_scores(scorer, [("Paris", "Paris"), ("Paris", "Parigi"), ("Paris", "Rom")]) == pytest.approx(
+        [0.8, 0.6, 0.02])
+
+
+def test_rerank_takes_each_entitys_best_free_candidate_in_source_order():
+    example = _example("Angela Merkel besuchte Paris", "Angela Merkel visited Paris", [(0, 2, "PER"), (3, 4, "LOC")])
+    scorer = FakePlainScorer({("Angela Merkel", "Angela Merkel"): 0.4, ("Paris", "Merkel"): 0.49,
+                              ("Paris", "Paris"): 0.45})
+    (result,) = project_examples("rerank", [example], scorer=scorer)
+    assert _spans(result) == [(0, 2, "PER"), (3, 4, "LOC")]  # Merkel scores higher for Paris but is taken
+    assert [e.score for e in result.entities] == [0.8, 0.9] and {e.match for e in result.entities} == {"rerank"}
+    (strict,) = project_examples("rerank?min_score=0.85", [example], scorer=scorer)
+    assert [s.status for s in strict.statuses] == ["below_threshold", "projected"]
+    assert _spans(strict) == [(1, 2, "LOC")]  # an entity under min_score takes nothing, so Merkel is free
+
+
+@pytest.mark.parametrize("margin, expected", [(0.1, [(2, 3, "LOC", "rerank")]), (1.0, [(3, 4, "LOC", "alignment")])])
+def test_hybrid_rerank_keeps_hybrids_span_unless_the_model_prefers_another_by_the_margin(margin, expected):
+    example = _example("Jag såg Göteborg idag", "I saw Gothenburg", [(2, 3, "LOC")], alignment=[(0, 0), (1, 1), (2, 3)])
+    scorer = FakePlainScorer({("Gothenburg", "Göteborg"): 0.45, ("Gothenburg", "idag"): 0.1})
+    (result,) = project_examples("hybrid_rerank", [example], scorer=scorer, margin=margin)
+    assert [(e.token_start, e.token_end, e.label, e.match) for e in result.entities] == expected
+    assert result.statuses[0].status == "projected"
+
+
+def test_rerank_with_a_real_model_batches_and_takes_hybrids_spans_as_candidates(scorer):
+    examples = [_example("Angela Merkel besuchte am Montag Paris .", "Angela Merkel visited Paris on Monday .",
+                         [(0, 2, "PER"), (3, 4, "LOC")]),
+                _example("Sie wohnt in der schönen Stadt Göteborg", "She lives in the beautiful city of Gothenburg",
+                         [(3, 8, "LOC")], alignment=[(3, 3), (4, 4), (5, 5), (7, 6)])]
+    together = project_examples("rerank?max_span_words=1", examples, scorer=scorer)
+    alone = [project_examples("rerank?max_span_words=1", [example], scorer=scorer)[0] for example in examples]
+    for a, b in zip(together, alone, strict=True):
+        assert a.tags == b.tags and [e.score for e in a.entities] == [e.score for e in b.entities]
+        occupied = [k for e in a.entities for k in range(e.token_start, e.token_end)]
+        assert len(occupied) == len(set(occupied)) and all(e.score is not None for e in a.entities)
+    ngrams = project_examples("rerank?max_span_words=1&candidates=ngrams", examples[1:], scorer=scorer)[0]
+    assert all(e.token_end - e.token_start == 1 for e in ngrams.entities)
+    hybrid = project_examples("hybrid", examples[1:])[0]
+    kept = project_examples("hybrid_rerank?margin=100", examples[1:], scorer=scorer)[0]
+    assert kept.tags == hybrid.tags and kept.tags.count("I-LOC") == 3  # hybrid's 4-word span, a candidate too
+
+
+def test_rerank_needs_the_reverse_direction(tiny_bart):
+    bart = TranslationScorer.from_pretrained(tiny_bart)
+    example = _example("a b", "x", [(0, 1, "X")])
+    with pytest.raises(ValueError, match=r"reranking needs the reverse direction .* translates one fixed direction"):
+        project_examples("rerank", [example], scorer=bart)
+
+
+# --- the registry ----------------------------------------------------------------------------------
+
+
+def test_the_methods_are_registered_with_typed_options_and_the_scorer_flag():
+    assert [name for name, method in PROJECTION_METHODS.items() if method.uses_scorer] == [
+        "insertion", "rerank", "hybrid_rerank"]
+    assert PROJECTION_METHODS["hybrid_rerank"].uses_alignment and not PROJECTION_METHODS["rerank"].uses_alignment
+    _, options = method_options("insertion?max_span_words=3&min_score=0.25&source_markers=all&exhaustive=true")
+    assert isinstance(options, InsertionOptions) and options.drop_incomplete is True
+    assert (options.max_span_words, options.min_score, options.source_markers, options.exhaustive) == (3, 0.25, "all", True)
+    _, options = method_options("rerank?candidates=ngrams")
+    assert isinstance(options, RerankOptions) and options.candidates == "ngrams" and options.drop_incomplete is False
+    _, options = method_options("hybrid_rerank?margin=0.3&fuzzy=80")
+    assert isinstance(options, HybridRerankOptions) and (options.margin, options.fuzzy) == (0.3, 80.0)
+    assert "margin" not in options.hybrid_arguments() and options.hybrid_arguments()["fuzzy"] == 80.0
+    with pytest.raises(ValueError, match="source_markers='some' is not one of 'one', 'all'"):
+        method_options("insertion?source_markers=some")
