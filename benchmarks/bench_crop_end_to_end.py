@@ -246,7 +246,7 @@ def synthesize_corpus(args, folder: Path, name: str, mt_model: Path, tagger: Pat
     from crop_hf.synthesis import SynthesisConfig, synthesize
 
     config = SynthesisConfig(
-        target_langs=["de"], input=str(raw_file), output_dir=str(folder / name), mt_model=str(mt_model),
+        tgt_langs=["de"], input=str(raw_file), output_dir=str(folder / name), mt_model=str(mt_model),
         ner_model=str(tagger), method=method, alignment_model=alignment_model, batch_size=32,
         num_beams=args.num_beams, num_return_sequences=args.num_return_sequences, max_new_tokens=96,
         shard_size=args.raw_sentences, language_filter=args.language_filter, show_progress=False)

@@ -46,9 +46,9 @@ HINDI = {"postpositions": "hi"}
 CANDIDATES = {
     "hybrid trim": {"trim_edges": True},
     "hybrid one word": {"one_word": True},
-    "hybrid fuzzy 80": {"fuzzy": 80},
+    "hybrid fuzzy 80": {"threshold": 80},
     "hybrid trim+one word": {"trim_edges": True, "one_word": True},
-    "hybrid entities": {"trim_edges": True, "one_word": True, "fuzzy": 80},
+    "hybrid entities": {"trim_edges": True, "one_word": True, "threshold": 80},
 }
 
 
@@ -107,7 +107,7 @@ EUROPARL_ROWS = {
     "hybrid german": ("hybrid", {"capitalized_nouns": True, "function_words": "de"}),
     "hybrid german+one word": ("hybrid", {"capitalized_nouns": True, "function_words": "de", "one_word": True}),
     "hybrid german+one word+fuzzy 80": ("hybrid", {"capitalized_nouns": True, "function_words": "de",
-                                                   "one_word": True, "fuzzy": 80}),
+                                                   "one_word": True, "threshold": 80}),
 }
 
 

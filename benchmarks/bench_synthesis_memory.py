@@ -33,7 +33,7 @@ def write_input(path: Path, lines: int, seed: int = 0) -> None:
 CHILD = """
 import json, resource, sys
 from crop_hf.synthesis import SynthesisConfig, synthesize
-config = SynthesisConfig(target_langs=["de"], input=sys.argv[1], output_dir=sys.argv[2], mt_model=sys.argv[3],
+config = SynthesisConfig(tgt_langs=["de"], input=sys.argv[1], output_dir=sys.argv[2], mt_model=sys.argv[3],
                          ner_model=sys.argv[4], num_beams=1, num_return_sequences=1, max_new_tokens=8,
                          batch_size=64, shard_size=2000, language_filter=False, show_progress=False)
 result = synthesize(config)

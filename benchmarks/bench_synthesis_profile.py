@@ -179,7 +179,7 @@ def profile(args) -> dict:
     SynthesisRunner.merge = timed(SynthesisRunner.merge, "write")
 
     config = SynthesisConfig(
-        target_langs=["de"], input=str(Path(args.input) / "{lang}.txt"), output_dir=args.output_dir,
+        tgt_langs=["de"], input=str(Path(args.input) / "{lang}.txt"), output_dir=args.output_dir,
         mt_model=args.mt_model, ner_model=args.ner_model, backend=backend, compute_type=compute_type or None,
         batch_size=args.batch_size, num_beams=args.num_beams, num_return_sequences=args.num_beams,
         max_new_tokens=args.max_new_tokens, shard_size=args.shard_size, show_progress=False, device="cpu",

@@ -111,7 +111,7 @@ def main(argv=None) -> int:
         for constrained in (False, True):
             decoding = "constrained" if constrained else "free"
             result = synthesize(SynthesisConfig(
-                target_langs=["de"], input=str(raw / "{lang}.txt"), output_dir=str(work / f"{name}-{decoding}"),
+                tgt_langs=["de"], input=str(raw / "{lang}.txt"), output_dir=str(work / f"{name}-{decoding}"),
                 mt_model=model, ner_model=str(tagger), num_beams=args.num_beams,
                 num_return_sequences=args.num_beams, max_new_tokens=64, constrain_markers=constrained,
                 shard_size=250, show_progress=False, report=False))

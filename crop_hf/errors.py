@@ -89,12 +89,12 @@ LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*")
 def check_language_code(code: str, option: str, hint: str = "") -> str:
     """Return ``code`` if it looks like a language code; otherwise :class:`LanguageCodeError` naming ``option``.
 
-    >>> check_language_code("pt-BR", "--target_langs")
+    >>> check_language_code("pt-BR", "--tgt_langs")
     'pt-BR'
-    >>> check_language_code("raw/{lang}.txt", "--target_langs", "raw sentences go in --input")
+    >>> check_language_code("raw/{lang}.txt", "--tgt_langs", "raw sentences go in --input")
     Traceback (most recent call last):
     ...
-    crop_hf.errors.LanguageCodeError: --target_langs: 'raw/{lang}.txt' is not a language code (such as de, es, pt-BR or deu_Latn): it looks like a path; raw sentences go in --input
+    crop_hf.errors.LanguageCodeError: --tgt_langs: 'raw/{lang}.txt' is not a language code (such as de, es, pt-BR or deu_Latn): it looks like a path; raw sentences go in --input
     """
     if isinstance(code, str) and LANGUAGE_CODE.fullmatch(code):
         return code

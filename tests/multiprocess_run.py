@@ -24,7 +24,7 @@ def main(raw_template: str, parses: str, output_dir: str) -> int:
     SynthesisModels.load = classmethod(lambda cls, config, device=None: fake_models())
     TranslateAlignModels.load = classmethod(lambda cls, config, device=None: cls(DictTranslator(), TableAligner()))
     output = Path(output_dir)
-    code = cli(["synthesize", "--target_langs", "de", "nl", "--input", raw_template,
+    code = cli(["synthesize", "--tgt_langs", "de", "nl", "--input", raw_template,
                 "--output_dir", str(output / "synthesis"), "--mt_model", "fake-mt", "--ner_model", "fake-ner",
                 "--shard_size", "2", "--max_words", "12", "--language_filter", "false", "--show_progress", "false"])
     return code or cli(["translate-align", "--input", parses, "--tgt_lang", "es",

@@ -218,7 +218,7 @@ def fake_models(delay: float = 0.0) -> SynthesisModels:
 
 
 def fake_config(input_template: str, output_dir: str, **overrides) -> SynthesisConfig:
-    settings = dict(target_langs=["de", "nl"], input=input_template, output_dir=output_dir, mt_model="fake-mt",
+    settings = dict(tgt_langs=["de", "nl"], input=input_template, output_dir=output_dir, mt_model="fake-mt",
                     ner_model="fake-ner", shard_size=3, language_filter=False, show_progress=False, max_words=12)
     settings.update(overrides)
     return SynthesisConfig(**settings)

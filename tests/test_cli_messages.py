@@ -119,11 +119,11 @@ def one_error_line(err: str, command: str) -> str:
 def test_a_device_that_does_not_exist_is_a_usage_error_listing_the_devices(capsys):
     from crop_hf.errors import available_devices
 
-    code, _, err = run_main(["synthesize", "--target_langs", "de", "--device", "cuda:99"], capsys)
+    code, _, err = run_main(["synthesize", "--tgt_langs", "de", "--device", "cuda:99"], capsys)
     assert code == 2
     line = one_error_line(err, "synthesize")
     assert "device 'cuda:99' is not available" in line and f"devices here: {', '.join(available_devices())}" in line
-    code, _, err = run_main(["synthesize", "--target_langs", "de", "--device", "gpu0"], capsys)
+    code, _, err = run_main(["synthesize", "--tgt_langs", "de", "--device", "gpu0"], capsys)
     assert code == 2 and "'gpu0' is not a torch device" in one_error_line(err, "synthesize")
 
 
@@ -254,7 +254,7 @@ def test_evaluate_ner_reads_only_the_split_it_scores(shared_data, tiny_xlmr_ner,
 def test_synthesize_default_input_offline_names_the_download(capsys, monkeypatch, tmp_path):
     """The default input (xtreme40, downloaded) offline: one line naming the URL, offline mode and the way out."""
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    code, _, err = run_main(["synthesize", "--target_langs", "de", "--output_dir", str(tmp_path), "--no_show_progress"],
+    code, _, err = run_main(["synthesize", "--tgt_langs", "de", "--output_dir", str(tmp_path), "--no_show_progress"],
                             capsys)
     assert code == 1
     line = one_error_line(err, "synthesize")

@@ -271,4 +271,4 @@ def test_cli_reference_covers_every_command_and_tolerates_one_that_cannot_load(m
     for name in COMMANDS:
         assert f"## `crop-hf {name}`" in page
     assert "need a package that is not installed" in page
-    assert "`--target_langs`" in page and "`--no_update_card`" in page
+    assert "`--tgt_langs`" in page and "`--no_update_card`" in page

@@ -46,7 +46,7 @@ def _snapshot(folder: Path) -> dict[str, str]:
 
 def _synthesize(capsys, template: str, output: Path, *extra: str) -> tuple[int, str, str]:
     try:
-        code = main(["synthesize", "--target_langs", "de", "es", "--input", template, "--output_dir", str(output),
+        code = main(["synthesize", "--tgt_langs", "de", "es", "--input", template, "--output_dir", str(output),
                      "--mt_model", "fake-mt", "--ner_model", "fake-ner", "--shard_size", "2", "--max_words", "12",
                      "--language_filter", "false", "--no_show_progress", *extra])
     except SystemExit as exit_info:
@@ -168,7 +168,7 @@ def test_a_run_of_other_settings_is_refused_naming_them_and_changes_nothing(tmp_
     assert "max_words: 12 there, 3 here; num_beams: 5 there, 4 here" in line and "--overwrite_output_dir" in line
     assert _snapshot(output) == before  # byte for byte: no shard, no run.json, no card rewritten
 
-    code, _, err = _synthesize(capsys, template, output, "--target_langs", "de")  # a language fewer
+    code, _, err = _synthesize(capsys, template, output, "--tgt_langs", "de")  # a language fewer
     assert code == 1 and '["de", "es"] there, ["de"] here' in err and _snapshot(output) == before
 
     code, _, _ = _synthesize(capsys, template, output)  # the same settings: resumed, nothing redone
@@ -223,8 +223,8 @@ def test_translate_align_refuses_other_settings_too(tmp_path):
 
 
 @pytest.mark.parametrize(("argv", "bad"), [
-    (["synthesize", "--target_langs", "de", "nl", "raw/{lang}.txt"], "'raw/{lang}.txt'"),
-    (["synthesize", "--target_langs", "de", "germn"], "'germn'"),
+    (["synthesize", "--tgt_langs", "de", "nl", "raw/{lang}.txt"], "'raw/{lang}.txt'"),
+    (["synthesize", "--tgt_langs", "de", "germn"], "'germn'"),
     (["translate-align", "--input", "en.tsv", "--output_dir", "x", "--tgt_lang", "es.tsv"], "'es.tsv'"),
 ])
 def test_a_target_language_that_is_not_a_code_is_one_line_suggesting_input(argv, bad, capsys, tmp_path):
@@ -242,7 +242,7 @@ def test_a_target_language_that_is_not_a_code_is_one_line_suggesting_input(argv,
 def test_language_codes_of_the_model_families_pass(code):
     from crop_hf.errors import check_language_code
 
-    assert check_language_code(code, "target_langs") == code
+    assert check_language_code(code, "tgt_langs") == code
 
 
 # --------------------------------------------------------------------------- 4. a quiet first run
@@ -255,9 +255,9 @@ NOISE = re.compile(r"Warning\b|^WARNING\b|not recommended|Tokenizer does not sup
 def test_demo_synthesize_and_the_projection_pipeline_print_no_warning(tmp_path, tiny_m2m100, tiny_xlmr_ner):
     template = _raw(tmp_path)
     runs = {
-        "demo": ["-m", "crop_hf.cli", "demo", "--output_dir", str(tmp_path / "demo"), "--target_langs", "de",
+        "demo": ["-m", "crop_hf.cli", "demo", "--output_dir", str(tmp_path / "demo"), "--tgt_langs", "de",
                  "--no_show_progress"],
-        "synthesize": ["-m", "crop_hf.cli", "synthesize", "--target_langs", "de", "--input", template,
+        "synthesize": ["-m", "crop_hf.cli", "synthesize", "--tgt_langs", "de", "--input", template,
                        "--output_dir", str(tmp_path / "synth"), "--mt_model", str(tiny_m2m100), "--ner_model",
                        str(tiny_xlmr_ner), "--num_beams", "1", "--num_return_sequences", "1", "--max_new_tokens",
                        "8", "--no_show_progress"],
@@ -386,7 +386,7 @@ def test_german_rules_are_named_for_each_other_target_language():
     assert [(line.split()[2], line.split("target language ")[1].split(":")[0]) for line in lines] == [
         ("capitalized_nouns", "es"), ("capitalized_nouns", "it"), ("function_words=de", "es"),
         ("function_words=de", "it")]
-    assert foreign_rules("hybrid?function_words=en&fuzzy=80", ["en"]) == []
+    assert foreign_rules("hybrid?function_words=en&threshold=80", ["en"]) == []
     assert foreign_rules("lexical", ["es"]) == []
 
 

@@ -30,8 +30,9 @@ from crop_hf.augment.translate_align import (
     translate_align,
 )
 from crop_hf.engine import shards
+from crop_hf.engine.jobs import result_fields
 from crop_hf.engine.shards import ShardStore, run_shards
-from crop_hf.synthesis import SynthesisRunner, synthesize
+from crop_hf.synthesis import SynthesisConfig, SynthesisRunner, synthesize
 
 
 class _Translator:
@@ -65,7 +66,7 @@ def _parse_input(text: str):
 #: SynthesisConfig fields deliberately left out of the shard fingerprint, and why. A new field must
 #: be added either to RESULT_FIELDS or here: until someone decides, the completeness test fails.
 SYNTHESIS_NOT_FINGERPRINTED = {
-    "target_langs": "each language has its own shard folder; its language filter only involves that language and "
+    "tgt_langs": "each language has its own shard folder; its language filter only involves that language and "
                     "the source language",
     "output_dir": "where the shard folder is, not what is in it",
     "overwrite_output_dir": "whether a finished result of other settings may be replaced, not what is computed",
@@ -98,7 +99,7 @@ def _field_names(config_class) -> set[str]:
      TRANSLATE_ALIGN_NOT_FINGERPRINTED),
 ], ids=["synthesis", "translate_align"])
 def test_every_config_field_is_fingerprinted_or_excluded_with_a_reason(config, excluded):
-    fingerprinted = set(config.result_arguments())
+    fingerprinted = set(result_fields(type(config)))  # field names (a renamed field keeps its old name in the run)
     fields = _field_names(type(config))
     assert fingerprinted <= fields
     assert not fingerprinted & set(excluded), "a field cannot be both fingerprinted and excluded"
@@ -112,24 +113,24 @@ def test_every_config_field_is_fingerprinted_or_excluded_with_a_reason(config, e
 #: For each fingerprinted SynthesisConfig field, another valid value (the base below has backend
 #: "ctranslate2" so that compute_type may change alone).
 SYNTHESIS_CHANGES = {
-    "input": "other/{lang}.txt", "source_lang": "fr", "mt_model": "other-mt", "mt_revision": "v2",
+    "input": "other/{lang}.txt", "src_lang": "fr", "mt_model": "other-mt", "mt_revision": "v2",
     "ner_model": "other-ner", "ner_revision": "v2", "method": "fuzzy", "alignment_model": "mbert",
     "backend": "transformers", "compute_type": "int8", "batch_size": 8, "num_beams": 4, "num_return_sequences": 2,
-    "max_new_tokens": 100, "constrain_markers": True, "max_words": 50, "max_sentences": 10, "shard_size": 7,
+    "max_new_tokens": 100, "constrain_markers": True, "max_words": 50, "max_examples": 10, "shard_size": 7,
     "language_filter": True, "seed": 1,
 }
 
 
 def test_changing_any_fingerprinted_synthesis_option_names_another_shard_folder(tmp_path):
     base = fake_config("raw/{lang}.txt", str(tmp_path), backend="ctranslate2")
-    assert set(SYNTHESIS_CHANGES) == set(base.result_arguments())
+    assert set(SYNTHESIS_CHANGES) == set(result_fields(SynthesisConfig))
     folder = SynthesisRunner(base, models=fake_models()).store.root
     for name, value in SYNTHESIS_CHANGES.items():
         assert getattr(base, name) != value
         changed = dataclasses.replace(base, **{name: value})
         assert SynthesisRunner(changed, models=fake_models()).store.root != folder, name
     # Options left out share the folder (report is left out here: it needs matplotlib).
-    for name, value in {"target_langs": ["de"], "strict_input": True, "show_progress": True}.items():
+    for name, value in {"tgt_langs": ["de"], "strict_input": True, "show_progress": True}.items():
         same = dataclasses.replace(base, **{name: value})
         assert SynthesisRunner(same, models=fake_models()).store.root == folder, name
 
@@ -145,10 +146,10 @@ def _raw_dir(tmp_path: Path) -> Path:
 
 def test_a_changed_fingerprinted_option_is_run_afresh_not_resumed(tmp_path):
     template, output = str(_raw_dir(tmp_path) / "{lang}.txt"), str(tmp_path / "out")
-    first = synthesize(fake_config(template, output, target_langs=["de"]), models=fake_models())
+    first = synthesize(fake_config(template, output, tgt_langs=["de"]), models=fake_models())
     assert first.statistics["de"]["too_long"] == 1 and first.statistics["de"]["all_o"] == 0
     models = fake_models()
-    second = synthesize(fake_config(template, output, target_langs=["de"], max_words=13, overwrite_output_dir=True),
+    second = synthesize(fake_config(template, output, tgt_langs=["de"], max_words=13, overwrite_output_dir=True),
                         models=models)
     assert models.translator.calls == 2  # the one shard translated again, nothing resumed
     assert second.skipped_shards == {"de": 0}

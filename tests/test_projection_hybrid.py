@@ -160,19 +160,19 @@ def test_the_fuzzy_pass_places_names_spelled_alike_before_the_alignment():
     links = [(0, 1), (1, 2), (2, 2)]  # a wrong link: Indonesia → unterstützt
     plain = project_hybrid(source, tags, target, links)
     assert plain.tags == ["O", "B-ORG", "B-LOC", "O"]
-    fuzzy = project_hybrid(source, tags, target, links, fuzzy=80)
+    fuzzy = project_hybrid(source, tags, target, links, threshold=80)
     assert fuzzy.tags == ["O", "B-ORG", "O", "B-LOC"]
     assert [(e.text, e.match, e.score) for e in fuzzy.entities] == [("Parlament", "fuzzy", 94.74),
                                                                   ("Indonesien", "fuzzy", 84.21)]
     assert [s.status for s in fuzzy.statuses] == ["fuzzy", "fuzzy"] and fuzzy.complete
     # above the threshold only: at 85 "Indonesien" (84.21) is left to the alignment
-    assert project_hybrid(source, tags, target, links, fuzzy=85).tags == ["O", "B-ORG", "B-LOC", "O"]
+    assert project_hybrid(source, tags, target, links, threshold=85).tags == ["O", "B-ORG", "B-LOC", "O"]
     # case and hyphens: "Millennium bug" is the "Millenium-Bug"
     found = project_hybrid(["the", "Millennium", "bug"], ["O", "B-MISC", "I-MISC"], ["der", "Millenium-Bug"], [],
-                           fuzzy=80)
+                           threshold=80)
     assert found.tags == ["O", "B-MISC"]
     # never a token that an exact match took
-    exact = project_hybrid(["Oslo", "and", "Osloer"], ["B-LOC", "O", "B-MISC"], ["Oslo", "und"], [], fuzzy=50)
+    exact = project_hybrid(["Oslo", "and", "Osloer"], ["B-LOC", "O", "B-MISC"], ["Oslo", "und"], [], threshold=50)
     assert exact.tags == ["B-LOC", "O"] and [s.status for s in exact.statuses] == ["found", "unaligned"]
 
 
@@ -185,14 +185,14 @@ def test_hybrid_passes_trim_edges_and_one_word_to_its_alignment_pass():
     assert project_hybrid(source, tags, target, links, trim_edges=True).tags == ["O", "B-MISC", "O"]
     example = ProjectionExample(tokenize_target(target), source_tokens=source, source_spans=tags_to_spans(tags),
                                 alignment=links)
-    assert project_examples("hybrid", [example], one_word=True, fuzzy=None)[0].tags == ["O", "B-MISC", "O"]
+    assert project_examples("hybrid", [example], one_word=True, threshold=None)[0].tags == ["O", "B-MISC", "O"]
 
 
 def test_a_method_name_may_carry_options_everywhere_a_method_is_named():
     from crop_hf.projection.methods import get_method, parse_method
 
-    assert parse_method("hybrid?trim_edges=true&fuzzy=80&pieces=split&fill_gaps=2&postpositions=none") == (
-        "hybrid", {"trim_edges": True, "fuzzy": 80, "pieces": "split", "fill_gaps": 2, "postpositions": None})
+    assert parse_method("hybrid?trim_edges=true&threshold=80&pieces=split&fill_gaps=2&postpositions=none") == (
+        "hybrid", {"trim_edges": True, "threshold": 80, "pieces": "split", "fill_gaps": 2, "postpositions": None})
     assert get_method("hybrid?one_word=true").name == "hybrid"
     with pytest.raises(ValueError, match=r"^projection method 'alignment': unknown option 'fuzzy'"):
         get_method("alignment?fuzzy=80")

@@ -245,10 +245,10 @@ def test_methods_as_a_mapping_of_names_to_specs_pass_their_options_to_the_projec
     assert (any_case.f1, any_case.kept_rate, any_case.entities_projected) == (1.0, 1.0, 1.0)
 
 
-def test_no_methods_means_every_registered_method_over_every_aligner():
+def test_no_methods_means_every_registered_method_without_a_model_over_every_aligner():
     evaluation = evaluate_projection(SOURCE, TARGET, aligners={"identity": _Identity()})
     expected = [(name, None if not method.uses_alignment else "identity")
-                for name, method in PROJECTION_METHODS.items()]
+                for name, method in PROJECTION_METHODS.items() if not method.uses_scorer]
     assert [(row.method, row.aligner) for row in evaluation.rows] == expected
     assert {row.method for row in evaluation.rows} == {"lexical", "fuzzy", "alignment", "hybrid"}
 

@@ -453,8 +453,8 @@ def test_the_methods_are_registered_with_typed_options_and_the_scorer_flag():
     assert (options.max_span_words, options.min_score, options.source_markers, options.exhaustive) == (3, 0.25, "all", True)
     _, options = method_options("rerank?candidates=ngrams")
     assert isinstance(options, RerankOptions) and options.candidates == "ngrams" and options.drop_incomplete is False
-    _, options = method_options("hybrid_rerank?margin=0.3&fuzzy=80")
-    assert isinstance(options, HybridRerankOptions) and (options.margin, options.fuzzy) == (0.3, 80.0)
-    assert "margin" not in options.hybrid_arguments() and options.hybrid_arguments()["fuzzy"] == 80.0
+    _, options = method_options("hybrid_rerank?margin=0.3&threshold=80")
+    assert isinstance(options, HybridRerankOptions) and (options.margin, options.threshold) == (0.3, 80.0)
+    assert "margin" not in options.hybrid_arguments() and options.hybrid_arguments()["threshold"] == 80.0
     with pytest.raises(ValueError, match="source_markers='some' is not one of 'one', 'all'"):
         method_options("insertion?source_markers=some")

@@ -131,17 +131,17 @@ def test_values_are_converted_by_the_declared_type():
     assert alignment.fill_gaps == 2 and isinstance(alignment.fill_gaps, int)
     assert (alignment.function_words, alignment.postpositions, alignment.pieces) == ("de", None, "largest")
     assert alignment.prepositions == "none"  # a plain str option takes the word as written
-    assert HybridOptions.parse("fuzzy=none", "hybrid").fuzzy is None
+    assert HybridOptions.parse("threshold=none", "hybrid").threshold is None
     assert parse_method("lexical?drop_incomplete=None") == ("lexical", {"drop_incomplete": None})
-    assert HybridOptions.parse("fuzzy=80.5", "hybrid").fuzzy == 80.5
-    assert parse_method("hybrid?fuzzy=80&one_word=true&fill_gaps=0") == (
-        "hybrid", {"fuzzy": 80.0, "one_word": True, "fill_gaps": 0})
+    assert HybridOptions.parse("threshold=80.5", "hybrid").threshold == 80.5
+    assert parse_method("hybrid?threshold=80&one_word=true&fill_gaps=0") == (
+        "hybrid", {"threshold": 80.0, "one_word": True, "fill_gaps": 0})
     assert type(parse_method("hybrid?fill_gaps=3")[1]["fill_gaps"]) is int
     assert type(parse_method("hybrid?one_word=false")[1]["one_word"]) is bool
 
 
 @pytest.mark.parametrize("spec, message", [
-    ("hybrid?fuzzy=abc", "projection method 'hybrid': fuzzy='abc' is not a number or none"),
+    ("hybrid?threshold=abc", "projection method 'hybrid': threshold='abc' is not a number or none"),
     ("hybrid?one_word=yes", "projection method 'hybrid': one_word='yes' is not true or false"),
     ("lexical?ignore_case=1", "projection method 'lexical': ignore_case='1' is not true or false"),
     ("alignment?fill_gaps=1.5", "projection method 'alignment': fill_gaps='1.5' is not an integer"),
@@ -168,7 +168,7 @@ def test_hybrid_takes_every_alignment_option_with_its_own_defaults():
     alignment = {f.name: f for f in dataclasses.fields(AlignmentOptions)}
     hybrid = {f.name: f for f in dataclasses.fields(HybridOptions)}
     assert set(alignment) < set(hybrid)
-    assert set(hybrid) - set(alignment) == {"nfkc", "strip_punctuation", "fuzzy"}
+    assert set(hybrid) - set(alignment) == {"nfkc", "strip_punctuation", "threshold"}
     assert {name for name in alignment if hybrid[name].default != alignment[name].default} == {"fill_gaps", "pieces"}
     assert (HybridOptions().fill_gaps, HybridOptions().pieces) == (1, "largest")
     assert all(hybrid[name].metadata == alignment[name].metadata for name in alignment)  # one help per option
@@ -178,13 +178,13 @@ def test_hybrid_takes_every_alignment_option_with_its_own_defaults():
     assert set(written) == set(alignment)
     assert dataclasses.asdict(HybridOptions.parse(written, "hybrid")) == {
         **dataclasses.asdict(AlignmentOptions.parse(written, "alignment")),
-        "nfkc": True, "strip_punctuation": True, "fuzzy": None}
+        "nfkc": True, "strip_punctuation": True, "threshold": None}
 
 
 def test_options_given_by_keyword_win_and_drop_incomplete_defaults_to_the_method():
-    method, options = method_options("hybrid?one_word=true&fuzzy=80", fuzzy=None)
+    method, options = method_options("hybrid?one_word=true&threshold=80", threshold=None)
     assert method.name == "hybrid" and isinstance(options, HybridOptions)
-    assert (options.one_word, options.fuzzy, options.drop_incomplete) == (True, None, False)
+    assert (options.one_word, options.threshold, options.drop_incomplete) == (True, None, False)
     assert method_options("lexical")[1].drop_incomplete is True
     assert method_options("lexical?drop_incomplete=false")[1].drop_incomplete is False
     normalizer = method_options("lexical?ignore_case=true&nfkc=false")[1].arguments()["normalizer"]
@@ -308,3 +308,12 @@ def test_a_registered_marker_style_is_used_by_name(strict_brackets):
     loose = extract(marked, "[ Anna ] wohnt in [ Göteborgska ]", {0: "Anna", 1: "Göteborg"}, style="easyproject")
     strict = extract(marked, "[ Anna ] wohnt in [ Göteborgska ]", {0: "Anna", 1: "Göteborg"})
     assert loose.complete and not strict.complete
+
+
+def test_hybrids_former_fuzzy_option_reads_as_threshold_with_a_deprecation_message():
+    with pytest.warns(FutureWarning, match=r"projection method 'hybrid': fuzzy= is renamed threshold="):
+        assert HybridOptions.parse("fuzzy=80.5", "hybrid").threshold == 80.5
+    with pytest.warns(FutureWarning, match="fuzzy= is renamed threshold="):
+        assert parse_method("hybrid?fuzzy=70&one_word=true") == ("hybrid", {"threshold": 70.0, "one_word": True})
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="threshold='abc' is not a number or none"):
+        parse_method("hybrid?fuzzy=abc")

@@ -61,7 +61,7 @@ def write_raw(folder: Path, raw: dict[str, list[str]]) -> str:
 def run(tmp_path: Path, raw=RAW, name="out", **overrides):
     models = fake_models()
     models.translator = RenamingTranslator()
-    settings = {"target_langs": list(raw), "shard_size": 4, **overrides}
+    settings = {"tgt_langs": list(raw), "shard_size": 4, **overrides}
     return synthesize(fake_config(write_raw(tmp_path / f"raw-{name}", raw), str(tmp_path / name), **settings),
                       models=models)
 
@@ -148,7 +148,7 @@ def test_synthesize_report_without_matplotlib_fails_before_the_run(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
     with pytest.raises(ImportError, match=r"crop-hf\[report\]"):
-        SynthesisConfig(target_langs=["de"], report=True)
+        SynthesisConfig(tgt_langs=["de"], report=True)
 
 
 def test_a_run_that_kept_nothing_gets_a_report_that_says_so(tmp_path):

@@ -139,7 +139,7 @@ def test_language_filter_and_word_limit_drop_exactly_the_sentences_they_should(t
     translator = WordByWordTranslator(WORDS)
     models = fake_models()
     models.translator, models.tagger, models.aligner = translator, FakeTagger(), FakeAligner()
-    config = fake_config(str(folder / "{lang}.txt"), str(tmp_path / "out"), target_langs=["de"],
+    config = fake_config(str(folder / "{lang}.txt"), str(tmp_path / "out"), tgt_langs=["de"],
                          language_filter=True, max_words=7)
     result = synthesize(config, models=models)
 
@@ -177,14 +177,14 @@ def test_an_undecodable_line_is_dropped_and_counted_or_stops_a_strict_run(tmp_pa
     lines = [b"Ich wohne in Hamburg .", "Caf\xe9 in M\xfcnchen .".encode("latin-1"), b"Anna trifft Peter ."]
     (folder / "de.txt").write_bytes(b"\n".join(lines) + b"\n")
     with caplog.at_level("WARNING", logger="crop_hf.synthesis.inputs"):
-        result = synthesize(fake_config(str(folder / "{lang}.txt"), str(tmp_path / "out"), target_langs=["de"]),
+        result = synthesize(fake_config(str(folder / "{lang}.txt"), str(tmp_path / "out"), tgt_langs=["de"]),
                             models=fake_models())
     assert result.statistics["de"]["input"] == 3
     assert result.statistics["de"]["undecodable"] == 1
     assert result.statistics["de"]["kept"] == 2
     assert f"{folder / 'de.txt'}:2: not valid UTF-8" in caplog.text
     with pytest.raises(ValueError, match=r"de\.txt:2: not valid UTF-8"):
-        synthesize(fake_config(str(folder / "{lang}.txt"), str(tmp_path / "strict"), target_langs=["de"],
+        synthesize(fake_config(str(folder / "{lang}.txt"), str(tmp_path / "strict"), tgt_langs=["de"],
                                strict_input=True), models=fake_models())
 
 
@@ -193,7 +193,7 @@ def test_a_language_with_every_sentence_dropped_still_loads(tmp_path):
     folder = tmp_path / "raw"
     folder.mkdir()
     (folder / "de.txt").write_text("nur kleine wörter hier .\n", encoding="utf-8")
-    config = fake_config(str(folder / "{lang}.txt"), str(tmp_path / "out"), target_langs=["de"])
+    config = fake_config(str(folder / "{lang}.txt"), str(tmp_path / "out"), tgt_langs=["de"])
     result = synthesize(config, models=fake_models())
     assert result.statistics["de"]["kept"] == 0 and result.statistics["de"]["all_o"] == 1
     assert datasets.load_from_disk(str(result.dataset_path))["de"].num_rows == 0
@@ -226,7 +226,7 @@ def test_a_record_the_pipeline_refuses_is_dropped_and_its_batch_goes_on(tmp_path
     folder.mkdir()
     lines = ["Ich wohne in Hamburg .", "Das explode Beispiel .", "Anna trifft Peter ."]
     (folder / "de.txt").write_text("\n".join(lines), encoding="utf-8")
-    config = fake_config(str(folder / "{lang}.txt"), str(tmp_path / "out"), target_langs=["de"])
+    config = fake_config(str(folder / "{lang}.txt"), str(tmp_path / "out"), tgt_langs=["de"])
     result = synthesize(config, models=fake_models())
     assert result.statistics["de"]["pipeline_error"] == 1 and result.statistics["de"]["kept"] == 2
     assert "explode" in caplog.text  # the error is logged, not swallowed
@@ -347,7 +347,7 @@ def test_two_torchrun_processes_give_the_same_dataset_as_one(raw_dir, tmp_path):
 def test_real_pipelines_run_every_stage_with_tiny_models(raw_dir, tmp_path, tiny_m2m100, tiny_xlmr_ner, capsys):
     output = tmp_path / "out"
     code = main([
-        "synthesize", "--target_langs", "de", "--input", str(raw_dir / "{lang}.txt"),
+        "synthesize", "--tgt_langs", "de", "--input", str(raw_dir / "{lang}.txt"),
         "--output_dir", str(output), "--mt_model", str(tiny_m2m100), "--ner_model", str(tiny_xlmr_ner),
         "--num_beams", "2", "--num_return_sequences", "2", "--max_new_tokens", "12", "--shard_size", "4", "--max_words", "12",
         "--show_progress", "false",
@@ -442,8 +442,8 @@ def test_push_to_hub_sends_the_data_then_the_card(raw_dir, tmp_path, monkeypatch
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"target_langs": []}, "at least one target language"),
-        ({"target_langs": ["en"]}, "cannot also be a target"),
+        ({"tgt_langs": []}, "at least one target language"),
+        ({"tgt_langs": ["en"]}, "cannot also be a target"),
         ({"method": "alignment"}, "needs alignment_model"),
         ({"shard_size": 0}, "shard_size must be at least 1"),
         ({"num_beams": 2, "num_return_sequences": 3}, "cannot exceed num_beams"),
@@ -451,50 +451,50 @@ def test_push_to_hub_sends_the_data_then_the_card(raw_dir, tmp_path, monkeypatch
 )
 def test_config_rejects_bad_settings(overrides, message):
     with pytest.raises(ValueError, match=message):
-        SynthesisConfig(**{"target_langs": ["de"], **overrides})
+        SynthesisConfig(**{"tgt_langs": ["de"], **overrides})
 
 
 def test_target_languages_accept_a_comma_separated_string():
-    assert SynthesisConfig(target_langs="de,es nl").target_langs == ["de", "es", "nl"]
+    assert SynthesisConfig(tgt_langs="de,es nl").tgt_langs == ["de", "es", "nl"]
 
 
 @pytest.mark.parametrize("name", ["batch_size", "num_beams", "num_return_sequences", "max_words", "shard_size"])
 def test_config_counts_must_be_at_least_one_and_one_is_enough(name):
     ones = dict.fromkeys(("batch_size", "num_beams", "num_return_sequences", "max_words", "shard_size"), 1)
-    assert getattr(SynthesisConfig(target_langs=["de"], **ones), name) == 1
+    assert getattr(SynthesisConfig(tgt_langs=["de"], **ones), name) == 1
     with pytest.raises(ValueError, match=rf"^{name} must be at least 1, got 0$"):
-        SynthesisConfig(target_langs=["de"], **{**ones, name: 0})
+        SynthesisConfig(tgt_langs=["de"], **{**ones, name: 0})
 
 
 def test_config_checks_device_compute_type_beams_and_report_up_front(monkeypatch):
     from crop_hf.errors import DeviceError
 
-    assert SynthesisConfig(target_langs=["de"], device="cpu").device == "cpu"
+    assert SynthesisConfig(tgt_langs=["de"], device="cpu").device == "cpu"
     with pytest.raises(DeviceError, match="'gpu!' is not a torch device"):
-        SynthesisConfig(target_langs=["de"], device="gpu!")
-    assert SynthesisConfig(target_langs=["de"], backend="ctranslate2", compute_type="int8").compute_type == "int8"
+        SynthesisConfig(tgt_langs=["de"], device="gpu!")
+    assert SynthesisConfig(tgt_langs=["de"], backend="ctranslate2", compute_type="int8").compute_type == "int8"
     with pytest.raises(ValueError, match=r"^compute_type applies to backend='ctranslate2' only$"):
-        SynthesisConfig(target_langs=["de"], compute_type="int8")
-    assert SynthesisConfig(target_langs=["de"], num_beams=3, num_return_sequences=3).num_return_sequences == 3
-    assert SynthesisConfig(target_langs=["de"], method="alignment", alignment_model="mbert").alignment_model == "mbert"
-    assert SynthesisConfig(target_langs=["de", "es"], source_lang="fr").target_langs == ["de", "es"]
-    assert SynthesisConfig(target_langs=["de"], report=True).report  # matplotlib is installed for the tests
+        SynthesisConfig(tgt_langs=["de"], compute_type="int8")
+    assert SynthesisConfig(tgt_langs=["de"], num_beams=3, num_return_sequences=3).num_return_sequences == 3
+    assert SynthesisConfig(tgt_langs=["de"], method="alignment", alignment_model="mbert").alignment_model == "mbert"
+    assert SynthesisConfig(tgt_langs=["de", "es"], src_lang="fr").tgt_langs == ["de", "es"]
+    assert SynthesisConfig(tgt_langs=["de"], report=True).report  # matplotlib is installed for the tests
     import importlib.util
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
     with pytest.raises(ImportError, match=r"^report=True draws plots with matplotlib, which is not installed: pip "
                                           r"install 'crop-hf\[report\]'$"):
-        SynthesisConfig(target_langs=["de"], report=True)
-    assert not SynthesisConfig(target_langs=["de"]).report  # without report, matplotlib is not needed
+        SynthesisConfig(tgt_langs=["de"], report=True)
+    assert not SynthesisConfig(tgt_langs=["de"]).report  # without report, matplotlib is not needed
     with pytest.raises(ValueError, match=r"^give at least one target language$"):
-        SynthesisConfig(target_langs=" , ")
+        SynthesisConfig(tgt_langs=" , ")
     with pytest.raises(ValueError, match=r"^num_return_sequences cannot exceed num_beams$"):
-        SynthesisConfig(target_langs=["de"], num_beams=2, num_return_sequences=3)
+        SynthesisConfig(tgt_langs=["de"], num_beams=2, num_return_sequences=3)
 
 
 def test_demo_runs_every_stage_offline_and_says_it_is_a_smoke_run(tmp_path, capsys):
-    assert main(["demo", "--output_dir", str(tmp_path), "--target_langs", "de", "--no_show_progress"]) == 0
+    assert main(["demo", "--output_dir", str(tmp_path), "--tgt_langs", "de", "--no_show_progress"]) == 0
     captured = capsys.readouterr()
     printed = captured.out
     # no bar of any library: not "Loading weights" (transformers), not "Saving the dataset" (datasets), not ours
@@ -513,8 +513,8 @@ def test_synthesize_help_lists_the_options_a_user_needs(capsys):
         main(["synthesize", "--help"])
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
-    for option in ("--target_langs", "--mt_model", "--ner_model", "--input", "--output_dir", "--batch_size",
-                   "--num_beams", "--max_sentences", "--device", "--push_to_hub", "--source_lang"):
+    for option in ("--tgt_langs", "--mt_model", "--ner_model", "--input", "--output_dir", "--batch_size",
+                   "--num_beams", "--max_examples", "--device", "--push_to_hub", "--src_lang"):
         assert option in text
 
 
@@ -586,7 +586,7 @@ def test_a_refused_batch_is_retried_record_by_record_and_other_errors_propagate(
 
 def shard_settings(**overrides) -> SynthesisConfig:
     """A German shard's settings, each generation option a different number so that none can stand in for another."""
-    return fake_config("unused", "unused", **{"target_langs": ["de"], "num_beams": 4, "num_return_sequences": 3,
+    return fake_config("unused", "unused", **{"tgt_langs": ["de"], "num_beams": 4, "num_return_sequences": 3,
                                               "max_new_tokens": 17, "batch_size": 5, "max_words": 6, **overrides})
 
 
@@ -754,7 +754,7 @@ def test_each_side_is_tokenized_as_its_language_says_not_as_its_script_suggests(
     Chinese characters do (the untranslated source translations below)."""
     mostly_chinese, mostly_latin = "安娜住在汉堡市 Hamburg", "安娜 lives in Hamburg"
     marked = "安娜 __SLOT2__ Hamburg"  # dropped before any model: its row is tokenized all the same
-    config = fake_config("unused", "unused", target_langs=["zh"])
+    config = fake_config("unused", "unused", tgt_langs=["zh"])
     kept, discarded, _ = process_shard([mostly_chinese, mostly_latin, marked], "zh", config, fake_models(), None)
     assert [(row["tokens"], row["tokenization"]) for row in kept] == [
         (list("安娜住在汉堡市Hamburg"), "characters"), (list("安娜livesinHamburg"), "characters")]
@@ -762,7 +762,7 @@ def test_each_side_is_tokenized_as_its_language_says_not_as_its_script_suggests(
 
     models = fake_models()
     models.aligner = RecordingAligner()
-    config = fake_config("unused", "unused", target_langs=["zh"], method="alignment", alignment_model="fake-encoder")
+    config = fake_config("unused", "unused", tgt_langs=["zh"], method="alignment", alignment_model="fake-encoder")
     process_shard([mostly_chinese, mostly_latin], "zh", config, models, None)
     assert models.aligner.requests == [([["安娜住在汉堡市", "Hamburg"], ["安娜", "lives", "in", "Hamburg"]],
                                         [list("安娜住在汉堡市Hamburg"), list("安娜livesinHamburg")])]
@@ -887,12 +887,12 @@ def test_in_memory_inputs_their_limit_and_their_own_shard_folder(tmp_path):
 
     sentences = {"de": datasets.Dataset.from_dict({"text": ["Ich wohne in Hamburg .", "Das ist gut .",
                                                             "Ich mag Hamburg ."]})}
-    config = fake_config(str(tmp_path / "absent" / "{lang}.txt"), str(tmp_path / "out"), target_langs=["de"],
-                         max_sentences=2)
+    config = fake_config(str(tmp_path / "absent" / "{lang}.txt"), str(tmp_path / "out"), tgt_langs=["de"],
+                         max_examples=2)
     runner = SynthesisRunner(config, models=fake_models(), inputs=sentences)
     assert runner.skipped_shards == {}
     result = runner.run()
-    assert result.statistics["de"]["input"] == 2  # max_sentences of the in-memory rows; the file is never read
+    assert result.statistics["de"]["input"] == 2  # max_examples of the in-memory rows; the file is never read
     kept, _ = load(tmp_path / "out")
     assert [row["tokens"] for row in kept["de"]] == [["Ich", "wohne", "in", "Hamburg", "."]]
     other = {"de": datasets.Dataset.from_dict({"text": ["Wir fahren nach Hamburg ."]})}
@@ -934,7 +934,7 @@ def test_run_shows_its_own_bar_and_silences_only_the_pipelines_subword_warning(r
         return tag(texts, **kwargs)
 
     models.tagger = noisy
-    config = fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out"), target_langs=["de"], shard_size=2,
+    config = fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out"), tgt_langs=["de"], shard_size=2,
                          show_progress=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -997,10 +997,10 @@ def test_a_resumed_run_reads_the_label_names_from_the_ner_models_config_at_its_r
         return SimpleNamespace(id2label={0: "O", 1: "B-PER", 2: "I-PER"})
 
     monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", from_pretrained)
-    runner = SynthesisRunner(SynthesisConfig(target_langs=["de"], output_dir=str(tmp_path), ner_model="some/ner",
+    runner = SynthesisRunner(SynthesisConfig(tgt_langs=["de"], output_dir=str(tmp_path), ner_model="some/ner",
                                              ner_revision="v2"))
     assert runner._label_names() == ["O", "B-PER", "I-PER"] and asked == [("some/ner", {"revision": "v2"})]
-    unreachable = SynthesisRunner(SynthesisConfig(target_langs=["de"], output_dir=str(tmp_path),
+    unreachable = SynthesisRunner(SynthesisConfig(tgt_langs=["de"], output_dir=str(tmp_path),
                                                   ner_model="nowhere/ner"))
     with pytest.raises(UnreachableError, match=r"^cannot load the NER model \(ner_model\) 'nowhere/ner'"):
         unreachable._label_names()
@@ -1009,7 +1009,7 @@ def test_a_resumed_run_reads_the_label_names_from_the_ner_models_config_at_its_r
 def test_eflomal_needs_no_pretrained_model_and_aligns_each_shard_as_one_corpus(tmp_path, tiny_m2m100, tiny_xlmr_ner):
     from crop_hf.alignment import EflomalAligner
 
-    config = fake_config("unused", str(tmp_path / "out"), target_langs=["de"], method="hybrid",
+    config = fake_config("unused", str(tmp_path / "out"), tgt_langs=["de"], method="hybrid",
                          alignment_model="eflomal", mt_model=str(tiny_m2m100), ner_model=str(tiny_xlmr_ner))
     assert isinstance(SynthesisModels.load(config).aligner, EflomalAligner)
 
@@ -1046,6 +1046,21 @@ def test_eflomal_as_aligner_is_checked_before_any_translation(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "eflomal" else real(name, *a))
     with pytest.raises(ImportError, match=r"pip install 'crop-hf\[align\]'"):
-        SynthesisConfig(target_langs=["de"], method="hybrid", alignment_model="eflomal")
+        SynthesisConfig(tgt_langs=["de"], method="hybrid", alignment_model="eflomal")
     with pytest.raises(ValueError, match="or 'eflomal' \\(no pretrained model\\)"):
-        SynthesisConfig(target_langs=["de"], method="hybrid")
+        SynthesisConfig(tgt_langs=["de"], method="hybrid")
+
+
+def test_the_former_spellings_of_synthesis_options_still_read_with_a_deprecation_message_and_keep_the_fingerprint():
+    from crop_hf.arguments import parse_config
+
+    with pytest.warns(FutureWarning) as said:
+        (old,) = parse_config([SynthesisConfig], ["--target_langs", "de", "nl", "--source_lang", "fr",
+                                                  "--max_sentences", "3"])
+    assert sorted(str(w.message).split(";")[0] for w in said) == [
+        "crop-hf: --max_sentences is renamed --max_examples", "crop-hf: --source_lang is renamed --src_lang",
+        "crop-hf: --target_langs is renamed --tgt_langs"]
+    (new,) = parse_config([SynthesisConfig], ["--tgt_langs", "de", "nl", "--src_lang", "fr", "--max_examples", "3"])
+    assert old == new and (new.tgt_langs, new.src_lang, new.max_examples) == (["de", "nl"], "fr", 3)
+    arguments = new.result_arguments()  # the names runs written before the rename have in run.json
+    assert (arguments["source_lang"], arguments["max_sentences"]) == ("fr", 3) and "src_lang" not in arguments

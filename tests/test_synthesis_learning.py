@@ -97,7 +97,7 @@ def test_synthesis_with_trained_tiny_models_keeps_correctly_labeled_sentences(tm
         models = SynthesisModels(
             translator=pipeline("labeled-translation", model=translation_model, tokenizer=mt_tokenizer, device=-1),
             tagger=tagger, labels=CONLL_LABELS)
-        config = SynthesisConfig(target_langs=["de"], output_dir=str(tmp_path / name), mt_model=name,
+        config = SynthesisConfig(tgt_langs=["de"], output_dir=str(tmp_path / name), mt_model=name,
                                  ner_model="tiny-ner", num_beams=2, num_return_sequences=2, max_new_tokens=20,
                                  language_filter=False, show_progress=False)
         result = synthesize(config, models=models, inputs={"de": [{"text": sentence} for sentence in raw]})

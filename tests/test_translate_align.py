@@ -369,7 +369,7 @@ def test_hybrid_lexical_matches_count_as_projected(tmp_path):
     assert kept[0]["parse"] == "[IN:PLAY_MUSIC pon [SL:MUSIC_TYPE música ] de [SL:MUSIC_ARTIST_NAME adele ] ]"
     # a similarity match ("adelle") is kept as projected too
     translator = DictTranslator({"play music by adele": "pon música de adelle"})
-    kept, discarded, _ = process_batch(items, config(tmp_path, method="hybrid?fuzzy=70"), TranslateAlignModels(
+    kept, discarded, _ = process_batch(items, config(tmp_path, method="hybrid?threshold=70"), TranslateAlignModels(
         translator, TableAligner({"pon música de adelle": [(0, 0), (1, 1)]})))
     assert not discarded and kept[0]["projection_status"] == ["fuzzy", "fuzzy"]
     assert kept[0]["slot_tags"] == ["O", "B-MUSIC_TYPE", "O", "B-MUSIC_ARTIST_NAME"]

@@ -229,7 +229,7 @@ def test_synthesis_builds_its_translator_with_the_backend(tiny_m2m100, tiny_xlmr
     from crop_hf.synthesis import SynthesisConfig
     from crop_hf.synthesis.stages import SynthesisModels
 
-    config = SynthesisConfig(target_langs=["de"], output_dir=str(tmp_path), mt_model=str(tiny_m2m100),
+    config = SynthesisConfig(tgt_langs=["de"], output_dir=str(tmp_path), mt_model=str(tiny_m2m100),
                              ner_model=str(tiny_xlmr_ner), backend="ctranslate2", compute_type="int8")
     models = SynthesisModels.load(config, device="cpu")
     assert models.translator.backend.name == "ctranslate2"

@@ -122,7 +122,7 @@ def test_synthesis_passes_constrain_markers_to_the_translator(tiny_m2m100, tiny_
     from crop_hf.synthesis import SynthesisConfig
     from crop_hf.synthesis.stages import SynthesisModels
 
-    config = SynthesisConfig(target_langs=["de"], mt_model=str(tiny_m2m100), ner_model=str(tiny_xlmr_ner),
+    config = SynthesisConfig(tgt_langs=["de"], mt_model=str(tiny_m2m100), ner_model=str(tiny_xlmr_ner),
                              constrain_markers=True, output_dir=str(tmp_path))
     assert SynthesisModels.load(config, device=-1).translator.constrain_markers is True
     assert config.result_arguments()["constrain_markers"] is True  # a separate set of shards

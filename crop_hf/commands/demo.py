@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from crop_hf.arguments import renamed_from
 from crop_hf.console import progress_bars, setup_logging
 from crop_hf.demo_models import build_tiny_m2m100, build_tiny_xlmr_ner
 from crop_hf.synthesis import SynthesisConfig, synthesize
@@ -27,13 +28,13 @@ class DemoConfig:
     """Options of ``crop-hf demo``."""
 
     output_dir: str | None = field(default=None, metadata={"help": "Where to write (default: a new temporary folder)."})
-    target_langs: list[str] = field(default_factory=lambda: list(SAMPLE_LANGUAGES),
-                                    metadata={"help": f"Bundled sample languages to run ({' '.join(SAMPLE_LANGUAGES)})."})
+    tgt_langs: list[str] = field(default_factory=lambda: list(SAMPLE_LANGUAGES), metadata=renamed_from(
+        "target_langs", {"help": f"Bundled sample languages to run ({' '.join(SAMPLE_LANGUAGES)})."}))
     show_progress: bool = field(default=True, metadata={"help": "Show progress bars (--no_show_progress hides "
                                                                  "every bar)."})
 
     def __post_init__(self) -> None:
-        unknown = sorted(set(self.target_langs) - set(SAMPLE_LANGUAGES))
+        unknown = sorted(set(self.tgt_langs) - set(SAMPLE_LANGUAGES))
         if unknown:
             raise ValueError(f"no bundled sample sentences for {unknown}; choose among {', '.join(SAMPLE_LANGUAGES)}")
 
@@ -50,12 +51,12 @@ def run(config: DemoConfig) -> int:
     setup_logging(logging.WARNING)
     output = Path(config.output_dir or tempfile.mkdtemp(prefix="crop-hf-demo-"))
     print("SMOKE RUN with tiny random-weight models: the labels are meaningless.")
-    corpus = [line for lang in config.target_langs for line in Path(sample_path().format(lang=lang)).read_text(
+    corpus = [line for lang in config.tgt_langs for line in Path(sample_path().format(lang=lang)).read_text(
         encoding="utf-8").splitlines()]
     mt_model = build_tiny_m2m100(output / "models" / "tiny-m2m100", corpus=corpus)
     ner_model = build_tiny_xlmr_ner(output / "models" / "tiny-xlmr-ner", corpus=corpus)
     synthesis = SynthesisConfig(
-        target_langs=config.target_langs, input=sample_path(), output_dir=str(output / "synthesis"),
+        tgt_langs=config.tgt_langs, input=sample_path(), output_dir=str(output / "synthesis"),
         mt_model=str(mt_model), ner_model=str(ner_model), num_beams=2, num_return_sequences=2,
         max_new_tokens=32, shard_size=4, show_progress=config.show_progress,
     )

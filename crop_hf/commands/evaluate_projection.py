@@ -55,7 +55,7 @@ class EvaluateProjectionConfig:
                                                                "only split, or 'test')."})
     methods: list[str] | None = field(default=None, metadata={
         "help": "Projection methods to score (by default every registered one), each optionally with options, "
-                "one row each: hybrid 'hybrid?trim_edges=true&one_word=true&fuzzy=80' 'alignment?fill_gaps=1'."})
+                "one row each: hybrid 'hybrid?trim_edges=true&one_word=true&threshold=80' 'alignment?fill_gaps=1'."})
     aligners: list[str] = field(default_factory=lambda: ["eflomal"], metadata={
         "help": "Aligners: eflomal (grow-diag-final-and) and/or embedding (SimAlign over --encoder)."})
     encoder: str = field(default="google-bert/bert-base-multilingual-cased",

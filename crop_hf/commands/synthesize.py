@@ -2,7 +2,7 @@
 
 Example (the paper's models, raw sentences one per line in raw/de.txt and raw/es.txt)::
 
-    crop-hf synthesize --target_langs de es --input "raw/{lang}.txt" --output_dir out/crop
+    crop-hf synthesize --tgt_langs de es --input "raw/{lang}.txt" --output_dir out/crop
     crop-hf synthesize run.yaml --device cuda:0     # options from a file, overridden on the line
 
 Several processes split the shards: ``accelerate launch --multi_gpu -m crop_hf.cli synthesize ...`` on

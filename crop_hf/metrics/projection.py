@@ -213,7 +213,7 @@ def evaluate_projection(
         target: the gold target sentences, sentence *k* the translation of source sentence *k*.
         methods: names from :data:`~crop_hf.projection.methods.PROJECTION_METHODS` (default: all
             of them, with their defaults), each optionally with options as ``?key=value&...``
-            (``"hybrid?trim_edges=true&one_word=true&fuzzy=80"``), or ``{row name: (method,
+            (``"hybrid?trim_edges=true&one_word=true&threshold=80"``), or ``{row name: (method,
             {option: value})}`` to score settings side by side.
         aligners: ``{name: aligner}``; default ``{"eflomal": EflomalAligner()}``
             (grow-diag-final-and).

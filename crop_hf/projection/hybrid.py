@@ -19,7 +19,7 @@ some wrongly. Hybrid projection takes the best of both, entity by entity:
 
 Three options for **named entities in translated text**, off by default (chosen on Europarl-NER's
 dev part and measured on both data sets in ``benchmarks/bench_projection_quality.py``):
-``fuzzy=80`` adds fuzzy projection's similarity pass between the lexical passes and the
+``threshold=80`` adds fuzzy projection's similarity pass between the lexical passes and the
 alignment (``Indonesien`` for ``Indonesia``, ``Millenium-Bug`` for ``Millennium bug``);
 ``trim_edges=True`` and ``one_word=True`` narrow what the alignment pass takes (rules 5 and 6 of
 :func:`~crop_hf.projection.project_alignment`). Together they raise Europarl-NER en→de F1 by about
@@ -27,7 +27,7 @@ two points (dev 0.819 → 0.841, test 0.807 → 0.828, means of four eflomal run
 Hinglish-TOP slot F1 (its train rows, the dev data there: 0.884 → 0.831; slots are not names and
 romanized Hindi words look like English ones to a similarity measure), so the defaults stay those
 chosen on Hinglish-TOP. Name the entity setting wherever a method is named (pipeline, synthesis,
-translate-and-align): ``method="hybrid?trim_edges=true&one_word=true&fuzzy=80"``.
+translate-and-align): ``method="hybrid?trim_edges=true&one_word=true&threshold=80"``.
 
 For **Hindi and Hinglish targets**, ``postpositions="hi"`` (rule 9 of
 :func:`~crop_hf.projection.project_alignment`: no slot starts with a postposition, a slot whose
@@ -81,7 +81,7 @@ def project_hybrid(
     function_words: str | Collection[str] | None = None,
     postpositions: str | Collection[str] | None = None,
     prepositions: str | Collection[str] = "en",
-    fuzzy: float | None = None,
+    threshold: float | None = None,
     scheme: TagScheme = "IOB2",
     drop_incomplete: bool = False,
 ) -> ProjectionResult:
@@ -98,7 +98,7 @@ def project_hybrid(
         normalizer: the exact pass's comparison (the normalized pass adds case folding to it).
         fill_gaps: the alignment pass joins pieces separated by at most this many words.
         pieces: what the alignment pass keeps of a discontinuous slot: ``"largest"`` or ``"split"``.
-        fuzzy: a ``fuzz.ratio`` threshold (0-100) for a similarity pass over what both lexical passes
+        threshold: a ``fuzz.ratio`` threshold (0-100) for a similarity pass over what both lexical passes
             missed, before alignment (:func:`~crop_hf.projection.project_fuzzy`'s pass, case-folded:
             ``Indonesien`` for ``Indonesia``); ``None`` skips it.
         trim_edges: the alignment pass trims edge words linked as much outside every span
@@ -142,8 +142,8 @@ def project_hybrid(
                     projected.append(matcher.entity(*found, texts[k][1], k, match))
                     break
 
-    if fuzzy is not None and None in status:
-        _fuzzy_step(sentence, replace(exact, ignore_case=True), claimed, texts, status, projected, fuzzy)
+    if threshold is not None and None in status:
+        _fuzzy_step(sentence, replace(exact, ignore_case=True), claimed, texts, status, projected, threshold)
     missing = [k for k, value in enumerate(status) if value is None]
     if missing:
         aligned = project_alignment(source_tokens, [spans[k] for k in missing], sentence, alignment,

@@ -18,7 +18,7 @@ A new method is one :class:`ProjectionMethod` row in :data:`PROJECTION_METHODS`
 (:func:`register_method`, from your own code too); callers never switch on method names. Wherever a
 method is named (``method=`` of the pipeline, synthesis, translate-and-align, ``crop-hf
 evaluate-projection --methods``) it may carry options the way a source spec does:
-``"hybrid?trim_edges=true&one_word=true&fuzzy=80"`` (:func:`parse_method`), read by the method's
+``"hybrid?trim_edges=true&one_word=true&threshold=80"`` (:func:`parse_method`), read by the method's
 options dataclass (:mod:`crop_hf.projection.options`), which is what its function receives.
 
 >>> from crop_hf.projection.methods import ProjectionExample, project_examples
@@ -174,22 +174,23 @@ register_method("hybrid_rerank", project_hybrid_rerank, HybridRerankOptions, use
 
 
 def parse_method(text: str) -> tuple[str, dict[str, Any]]:
-    """``"hybrid?trim_edges=true&fuzzy=80"`` → ``("hybrid", {"trim_edges": True, "fuzzy": 80.0})``.
+    """``"hybrid?trim_edges=true&threshold=80"`` → ``("hybrid", {"trim_edges": True, "threshold": 80.0})``.
 
     A method name with options written as a source spec writes its ``?key=value&...``; the
     options given are read by the method's options class (``ValueError`` for an unknown method,
     an option it does not take or a value of the wrong type).
     """
     name, _, query = text.partition("?")
-    written = parse_query(query, f"method {text!r}", str)
-    options = PROJECTION_METHODS.get(name).options_class.parse(written, name)
+    options_class = PROJECTION_METHODS.get(name).options_class
+    written = options_class.spelled_now(parse_query(query, f"method {text!r}", str), name)
+    options = options_class.parse(written, name)
     return name, {key: getattr(options, key) for key in written}
 
 
 def get_method(name: str) -> ProjectionMethod:
     """The method called ``name`` (``ValueError`` listing the known ones otherwise).
 
-    ``name`` may carry options (``"hybrid?fuzzy=80"``): they are checked against the method's.
+    ``name`` may carry options (``"hybrid?threshold=80"``): they are checked against the method's.
     """
     return PROJECTION_METHODS[parse_method(name)[0]]
 
@@ -221,7 +222,7 @@ def language_rules(method: str) -> list[tuple[str, frozenset[str]]]:
 
     >>> [(rule, sorted(languages)) for rule, languages in language_rules("hybrid?capitalized_nouns=true&postpositions=hi")]
     [('capitalized_nouns', ['de', 'lb']), ('postpositions=hi', ['hi'])]
-    >>> language_rules("hybrid?fuzzy=80")
+    >>> language_rules("hybrid?threshold=80")
     []
     """
     _, options = parse_method(method)
@@ -231,7 +232,7 @@ def language_rules(method: str) -> list[tuple[str, frozenset[str]]]:
     return rules
 
 
-def foreign_rules(method: str, target_langs: Sequence[str]) -> list[str]:
+def foreign_rules(method: str, tgt_langs: Sequence[str]) -> list[str]:
     """One line per language-tied option of ``method`` used for a target language it was not written for.
 
     Such a rule costs F1 elsewhere: German's ``capitalized_nouns`` and ``function_words=de`` cost
@@ -244,7 +245,7 @@ def foreign_rules(method: str, target_langs: Sequence[str]) -> list[str]:
     """
     lines = []
     for rule, languages in language_rules(method):
-        for lang in target_langs:
+        for lang in tgt_langs:
             if re.split(r"[-_]", lang)[0].lower() not in languages:
                 lines.append(f"projection option {rule} is written for {', '.join(sorted(languages))}, not for "
                              f"target language {lang}: it may cost F1 there; leave it out of the method for {lang}")

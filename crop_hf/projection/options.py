@@ -1,28 +1,30 @@
 """The options of each projection method: one dataclass per method, read from a method spec by declared type.
 
-Wherever a method is named it may carry options, ``"hybrid?fuzzy=80&one_word=true"``; the
+Wherever a method is named it may carry options, ``"hybrid?threshold=80&one_word=true"``; the
 method's options class reads the part after ``?`` (:meth:`ProjectionOptions.parse`). Each value
 is converted to its field's declared type: ``true``/``false`` for a bool, an integer, a number,
 one of a ``Literal``'s words, ``none`` where ``None`` is allowed. An option the method does not
 take, or a value of the wrong type, is a ``ValueError`` that names the method, the option and
 what it accepts. ``hybrid``'s options are ``alignment``'s (with its own defaults for
-``fill_gaps`` and ``pieces``) plus the lexical passes' comparison and ``fuzzy``.
+``fill_gaps`` and ``pieces``) plus the lexical passes' comparison and fuzzy's ``threshold``.
+A renamed option (hybrid's former ``fuzzy=``) still reads, with a ``FutureWarning``.
 
->>> options = HybridOptions.parse("fuzzy=80&one_word=true", "hybrid")
->>> options.fuzzy, options.one_word, options.fill_gaps
+>>> options = HybridOptions.parse("threshold=80&one_word=true", "hybrid")
+>>> options.threshold, options.one_word, options.fill_gaps
 (80.0, True, 1)
->>> HybridOptions.parse("fuzzy=abc", "hybrid")
+>>> HybridOptions.parse("threshold=abc", "hybrid")
 Traceback (most recent call last):
 ...
-ValueError: projection method 'hybrid': fuzzy='abc' is not a number or none
+ValueError: projection method 'hybrid': threshold='abc' is not a number or none
 """
 
 from __future__ import annotations
 
 import types
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from crop_hf.data.sources import parse_query
 from crop_hf.errors import UnknownOptionError
@@ -69,6 +71,9 @@ def _value(text: str, annotation: Any) -> Any:
 class ProjectionOptions:
     """What every projection method takes; a method's options class adds its fields (type, default, ``help``)."""
 
+    #: ``{former spelling: option}`` of renamed options: a spec may still use the former, with a ``FutureWarning``
+    renamed: ClassVar[Mapping[str, str]] = {}
+
     drop_incomplete: bool | None = field(default=None, metadata={
         "help": "Mark a sentence with an entity left unprojected as not kept; by default the method's rule "
                 "(CroP drops such sentences: lexical, fuzzy; CSTOP keeps them: alignment, hybrid)."})
@@ -80,10 +85,11 @@ class ProjectionOptions:
 
     @classmethod
     def parse(cls: type[Options], written: str | Mapping[str, str], method: str) -> Options:
-        """The options written after ``method``'s ``?`` (``"fuzzy=80&one_word=true"``, or already split into a dict)."""
+        """The options written after ``method``'s ``?`` (``"threshold=80&one_word=true"``, or already split into a dict)."""
         what = f"projection method {method!r}"
         if isinstance(written, str):
             written = parse_query(written, what, str)
+        written = cls.spelled_now(written, method)
         unknown = [name for name in written if name not in cls.names()]
         if unknown:
             raise UnknownOptionError(what, unknown, cls.names())
@@ -95,6 +101,18 @@ class ProjectionOptions:
             except ValueError as error:
                 raise ValueError(f"{what}: {name}={text!r} is not {error}") from None
         return cls(**values)
+
+    @classmethod
+    def spelled_now(cls, written: Mapping[str, Any], method: str) -> dict[str, Any]:
+        """``written`` with each renamed option under its current name (a ``FutureWarning`` says so)."""
+        out = {}
+        for name, value in written.items():
+            if name in cls.renamed:
+                warnings.warn(f"projection method {method!r}: {name}= is renamed {cls.renamed[name]}=; the former "
+                              "spelling will stop working in a later release", FutureWarning, stacklevel=4)
+                name = cls.renamed[name]
+            out[name] = value
+        return out
 
     def arguments(self) -> dict[str, Any]:
         """The keyword arguments of the method's function (``project_alignment``'s, ...)."""
@@ -163,10 +181,13 @@ def _default(options: type[ProjectionOptions], name: str, default: Any) -> Any:
 class HybridOptions(AlignmentOptions, MatchingOptions):
     """``hybrid``: alignment's options (gaps of one word filled, the largest piece kept) and the lexical passes'."""
 
+    renamed: ClassVar[Mapping[str, str]] = {"fuzzy": "threshold"}  # fuzzy's word for the same idea
+
     fill_gaps: int = _default(AlignmentOptions, "fill_gaps", 1)
     pieces: Literal["split", "largest"] = _default(AlignmentOptions, "pieces", "largest")
-    fuzzy: float | None = field(default=None, metadata={
-        "help": "A fuzz.ratio threshold (0-100) for a similarity pass before alignment; none skips it."})
+    threshold: float | None = field(default=None, metadata={
+        "help": "A fuzz.ratio threshold (0-100) for a similarity pass before alignment (fuzzy's threshold; "
+                "formerly fuzzy=); none skips it."})
 
 
 # -- the model-scored methods (crop_hf.projection.insertion and .rerank) ------------------------------

@@ -1,7 +1,7 @@
 """CroP corpus synthesis: pseudo-labeled NER corpora in target languages from raw sentences.
 
 >>> from crop_hf.synthesis import SynthesisConfig, synthesize
->>> result = synthesize(SynthesisConfig(target_langs=["de", "es"], input="raw/{lang}.txt",
+>>> result = synthesize(SynthesisConfig(tgt_langs=["de", "es"], input="raw/{lang}.txt",
 ...                                     output_dir="out"))  # doctest: +SKIP
 >>> print(result.table())  # doctest: +SKIP
 

@@ -48,7 +48,7 @@ def synthesis_card(
         template_path=str(card_template("synthesis_dataset_card.md")),
         pretty_name=data.pretty_name,
         languages=languages,
-        source_lang=config.source_lang,
+        src_lang=config.src_lang,
         method=config.method,
         mt_model=config.mt_model,
         mt_revision=config.mt_revision,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from crop_hf.arguments import changes_results
+from crop_hf.arguments import changes_results, renamed_from
 from crop_hf.engine.jobs import result_arguments, result_fields
 
 __all__ = ["EFLOMAL", "RESULT_FIELDS", "SynthesisConfig"]
@@ -22,7 +22,7 @@ class SynthesisConfig:
     translation directions and an English CoNLL-2003 XLM-R tagger as the source NER model.
     """
 
-    target_langs: list[str] = field(metadata={"help": "Target languages (M2M100 codes), e.g. de es nl."})
+    tgt_langs: list[str] = field(metadata=renamed_from("target_langs", {"help": "Target languages (M2M100 codes), e.g. de es nl."}))
     input: str = field(
         default="xtreme40",
         metadata=changes_results({"help": "Raw target sentences: a text file per language with '{lang}' in its path "
@@ -34,7 +34,8 @@ class SynthesisConfig:
     overwrite_output_dir: bool = field(
         default=False, metadata={"help": "Replace a finished result of other settings in output_dir (without it, "
                                          "such a folder is an error; the same settings resume)."})
-    source_lang: str = field(default="en", metadata=changes_results({"help": "Language of the source NER model."}))
+    src_lang: str = field(default="en", metadata=renamed_from("source_lang", changes_results(
+        {"help": "Language of the source NER model."})))
     mt_model: str = field(default="facebook/m2m100_418M", metadata=changes_results({"help": "Multilingual translation model."}))
     mt_revision: str | None = field(default=None, metadata=changes_results({"help": "Hub revision of the translation model."}))
     ner_model: str = field(
@@ -74,7 +75,8 @@ class SynthesisConfig:
         default=False,
         metadata=changes_results({"help": "Marker-constrained decoding of the labeled translation (markers complete by construction)."}))
     max_words: int = field(default=128, metadata=changes_results({"help": "Drop raw sentences longer than this (CroP: 128)."}))
-    max_sentences: int | None = field(default=None, metadata=changes_results({"help": "Read at most this many sentences per language."}))
+    max_examples: int | None = field(default=None, metadata=renamed_from("max_sentences", changes_results(
+        {"help": "Read at most this many sentences per language."})))
     shard_size: int = field(default=1000, metadata=changes_results({"help": "Sentences per resumable shard."}))
     strict_input: bool = field(
         default=False, metadata={"help": "Stop at an input line that is not valid UTF-8 (naming file and line) "
@@ -91,17 +93,17 @@ class SynthesisConfig:
     )
 
     def __post_init__(self) -> None:
-        if isinstance(self.target_langs, str):
-            self.target_langs = [lang for lang in self.target_langs.replace(",", " ").split() if lang]
-        if not self.target_langs:
+        if isinstance(self.tgt_langs, str):
+            self.tgt_langs = [lang for lang in self.tgt_langs.replace(",", " ").split() if lang]
+        if not self.tgt_langs:
             raise ValueError("give at least one target language")
         from crop_hf.errors import check_language_code
 
-        for lang in self.target_langs:  # a forgotten --input: its path would be read as a language
-            check_language_code(lang, "target_langs", "raw sentences go in --input, e.g. --input 'raw/{lang}.txt'")
-        check_language_code(self.source_lang, "source_lang")
-        if self.source_lang in self.target_langs:
-            raise ValueError(f"the source language {self.source_lang!r} cannot also be a target language")
+        for lang in self.tgt_langs:  # a forgotten --input: its path would be read as a language
+            check_language_code(lang, "tgt_langs", "raw sentences go in --input, e.g. --input 'raw/{lang}.txt'")
+        check_language_code(self.src_lang, "src_lang")
+        if self.src_lang in self.tgt_langs:
+            raise ValueError(f"the source language {self.src_lang!r} cannot also be a target language")
         from crop_hf.projection.methods import get_method
 
         if get_method(self.method).uses_alignment and not self.alignment_model:
@@ -136,6 +138,6 @@ class SynthesisConfig:
 
 
 #: Fields whose change invalidates finished shards (marked in their metadata). Not marked: output_dir,
-#: overwrite_output_dir, target_langs (each language has its own shard folder and its language filter only
+#: overwrite_output_dir, tgt_langs (each language has its own shard folder and its language filter only
 #: involves that language and the source language), strict_input, device, show_progress and report.
 RESULT_FIELDS: tuple[str, ...] = result_fields(SynthesisConfig)

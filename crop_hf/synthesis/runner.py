@@ -66,7 +66,7 @@ class SynthesisResult:
 
 
 class SynthesisRunner(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult]):
-    """Synthesizes pseudo-labeled NER corpora for ``config.target_langs`` (see :mod:`crop_hf.synthesis`).
+    """Synthesizes pseudo-labeled NER corpora for ``config.tgt_langs`` (see :mod:`crop_hf.synthesis`).
 
     A job on the contract of :mod:`crop_hf.engine.jobs`: one key per target language, whose raw
     sentences are cut into shards of ``config.shard_size``; the step is
@@ -115,21 +115,21 @@ class SynthesisRunner(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult
         return result
 
     def before_run(self) -> None:
-        for line in foreign_rules(self.config.method, self.config.target_langs):
+        for line in foreign_rules(self.config.method, self.config.tgt_langs):
             logger.warning(line)  # German's rules on Spanish, say: once per run, before hours of work
 
     def shard_keys(self) -> list[str]:
-        return list(self.config.target_langs)
+        return list(self.config.tgt_langs)
 
     def shards(self, lang: str) -> Iterator[tuple[int, list[str]]]:
         source = self.inputs if self.inputs is not None else self.config.input
-        sentences = iter_raw_sentences(source, lang, limit=self.config.max_sentences, strict=self.config.strict_input)
+        sentences = iter_raw_sentences(source, lang, limit=self.config.max_examples, strict=self.config.strict_input)
         return shards_of(sentences, self.config.shard_size)
 
     def process(self, lang: str, index: int, sentences: Sequence[str], status: Any
                 ) -> ShardResult[KeptSentence, DiscardedSentence]:
         # built on first use (a resumed language never needs langid), once per process
-        checks = language_filter(self.config.source_lang, lang) if self.config.language_filter else None
+        checks = language_filter(self.config.src_lang, lang) if self.config.language_filter else None
         return synthesize_shard(sentences, lang, self.config, self.models, checks, on_stage=status)
 
     def kept_features(self) -> Any:

@@ -118,7 +118,7 @@ def synthesize_shard(
     ``projected_tags``). ``on_stage`` is called with each stage's name as it starts (progress display).
     """
     stage = on_stage or (lambda name: None)
-    src = config.source_lang
+    src = config.src_lang
     records = [SentenceRecord(text, lang) for text in sentences]
 
     marker_style = getattr(models.translator, "marker_style", None)
