@@ -37,10 +37,21 @@ from pathlib import Path
 from typing import Any
 
 from crop_hf.arguments import changes_results
+from crop_hf.augment.card import augmentation_card
 from crop_hf.augment.inputs import BadParse, iter_parse_inputs, read_parse
+from crop_hf.data.fewshot import few_shot_indices
+from crop_hf.engine.arguments import TrainingLoopArguments
 from crop_hf.engine.jobs import CorpusJob, ShardResult, result_arguments, run_job
-from crop_hf.engine.shards import row_descriptions, shards_of
+from crop_hf.engine.shards import (
+    check_output_dir,
+    merge_shards,
+    row_descriptions,
+    save_dataset_dict,
+    shards_of,
+)
+from crop_hf.engine.training import TrainingTask, start, train
 from crop_hf.seqlogical import FlatParse, parse, to_flat
+from crop_hf.tables import format_table
 
 logger = logging.getLogger(__name__)
 
@@ -276,8 +287,6 @@ def read_plan(config: GenerateFilterConfig, few_shot: Any = None, english: Any =
     """Read both sides (``few_shot``/``english`` replace the configured sources), draw the few-shot set, pair
     it with its English neighbours and pick the sources: the English parses whose signature the few-shot set
     knows (the generator never saw others), at most ``config.max_sources``."""
-    from crop_hf.data.fewshot import few_shot_indices
-
     dropped: list[DiscardedParse] = []
     cs_flat = _read(few_shot if few_shot is not None else config.few_shot, config.few_shot_split,
                     config.few_shot_parse_column, dropped)
@@ -309,9 +318,6 @@ def fine_tune(pairs: Sequence[tuple[str, str]], config: GenerateFilterConfig):
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, DataCollatorForSeq2Seq
 
-    from crop_hf.engine.arguments import TrainingLoopArguments
-    from crop_hf.engine.training import TrainingTask, start, train
-
     steps = config.epochs * math.ceil(len(pairs) / config.batch_size)
     args = TrainingLoopArguments(output_dir=str(Path(config.output_dir) / "generator"),
                              per_device_train_batch_size=config.batch_size, learning_rate=config.learning_rate,
@@ -335,8 +341,8 @@ def generate(model, tokenizer, sources: Sequence[str], *, num_beams: int = 5, nu
     import torch
 
     outputs: list[list[str]] = []
-    for start in range(0, len(sources), batch_size):
-        batch = tokenizer(list(sources[start:start + batch_size]), return_tensors="pt", padding=True,
+    for first in range(0, len(sources), batch_size):
+        batch = tokenizer(list(sources[first:first + batch_size]), return_tensors="pt", padding=True,
                           truncation=True, max_length=max_length).to(model.device)
         with torch.no_grad():
             ids = model.generate(**batch, num_beams=max(num_beams, num_return_sequences),
@@ -356,8 +362,6 @@ class GenerateFilterResult:
     skipped_shards: int = 0
 
     def table(self) -> str:
-        from crop_hf.tables import format_table
-
         return format_table(list(self.statistics), [list(self.statistics.values())])
 
     def report(self) -> str:
@@ -400,8 +404,6 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilter
         key = self.config.lang
         if self.generator is not None or all(self.store.is_done(key, index) for index, _ in self.shards(key)):
             return  # nothing to fine-tune, or nothing left to generate
-        from crop_hf.engine.shards import check_output_dir
-
         # run_sharded checks the folder too, but after this hook: not after minutes of fine-tuning.
         # Every process sees the same shards here: none can finish one before all have joined the training.
         check_output_dir(self.store, self.shard_keys(), overwrite=self.config.overwrite_output_dir)
@@ -436,8 +438,6 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilter
     def write_outputs(self, statistics: Mapping[str, Mapping[str, float]]) -> None:
         import datasets
 
-        from crop_hf.engine.shards import merge_shards, save_dataset_dict
-
         finished = list(self.store.finished(self.config.lang))
         generated = merge_shards(finished, True, self.kept_features())
         first: dict[str, int] = {}
@@ -468,8 +468,6 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilter
                 **{reason: inputs[reason] for reason in INPUT_REASONS}, **filtered, "kept": counts["kept"] - self.repeated}
 
     def card(self, statistics: Mapping[str, Mapping[str, float]], *, command_line: str) -> str:
-        from crop_hf.augment.card import augmentation_card
-
         config, record = self.config, self.statistics_record(statistics)
         return augmentation_card(
             recipe="generate-and-filter",

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from crop_hf.data import sources
+from crop_hf.data.readers import iter_lines
 from crop_hf.seqlogical import FlatParse, ParseError, flatten_top_level, parse
 
 __all__ = ["BadParse", "ParseInput", "iter_parse_inputs", "read_parse"]
@@ -87,8 +89,6 @@ def _looks_like_header(fields: list[str]) -> bool:
 
 
 def _iter_tsv(path: Path, parse_column: str | None, utterance_column: str | None) -> Iterator[ParseInput]:
-    from crop_hf.data.readers import iter_lines
-
     names: list[str] | None = None
     first = True
     for number, text in iter_lines(str(path), "utf-8"):
@@ -156,9 +156,7 @@ def iter_parse_inputs(source: Any, *, split: str = "train", parse_column: str | 
         yield from _iter_tsv(Path(source), parse_column, utterance_column)
         return
     if isinstance(source, (str, os.PathLike)):
-        from crop_hf.data.sources import load_spec
-
-        source = load_spec(str(source))
+        source = sources.load_spec(str(source))
     columns = getattr(source, "column_names", None)
     if isinstance(columns, dict):  # a DatasetDict: one split
         if split not in source:

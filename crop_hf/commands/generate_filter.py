@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import logging
 
-from crop_hf.augment.generate_filter import GenerateFilterConfig
+from crop_hf.augment.generate_filter import GenerateFilterConfig, generate_and_filter
+from crop_hf.console import progress_bars, setup_logging
 
 CONFIG_CLASSES = (GenerateFilterConfig,)
 
 
 def run(config: GenerateFilterConfig) -> int:
-    from crop_hf.augment.generate_filter import generate_and_filter
-    from crop_hf.console import progress_bars, setup_logging
-
     setup_logging(logging.INFO)
     with progress_bars(config.show_progress, own_only=True):
         result = generate_and_filter(config)

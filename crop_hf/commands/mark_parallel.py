@@ -22,7 +22,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from crop_hf.translation.parallel import MarkingConfig
+from crop_hf.console import setup_logging
+from crop_hf.engine import shards
+from crop_hf.translation.parallel import MarkingConfig, mark_parallel, pairs_from_dataset, pairs_from_files
 
 
 @dataclass
@@ -62,8 +64,6 @@ def _language_pairs(values: list[str]) -> list[tuple[str, str]]:
 
 def _pairs(args: MarkParallelArguments):
     from itertools import chain
-
-    from crop_hf.translation.parallel import pairs_from_dataset, pairs_from_files
 
     language_pairs = _language_pairs(args.language_pairs)
     if args.dataset:
@@ -111,10 +111,6 @@ def inputs_id(args: MarkParallelArguments) -> str:
 def run(args: MarkParallelArguments, marking: MarkingConfig) -> int:
     import logging
 
-    from crop_hf.console import setup_logging
-    from crop_hf.engine.shards import process_state
-    from crop_hf.translation.parallel import mark_parallel
-
     setup_logging(logging.INFO)
     try:
         pairs = _pairs(args)
@@ -122,7 +118,7 @@ def run(args: MarkParallelArguments, marking: MarkingConfig) -> int:
         raise SystemExit(f"crop-hf mark-parallel: {err}") from err
     result = mark_parallel(pairs, marking, output_dir=args.output_dir, show_progress=args.show_progress,
                            inputs_id=inputs_id(args))
-    if not process_state().is_main_process:
+    if not shards.process_state().is_main_process:
         return 0
     statistics = {"counts": dict(result.counts), "timings": result.timings, "marking": asdict(marking),
                   "inputs": asdict(args)}

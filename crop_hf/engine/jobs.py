@@ -46,6 +46,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
+from crop_hf import hub
 from crop_hf.arguments import RENAMED_FROM, RESULT, UNLESS_DEFAULT, changes_results
 from crop_hf.engine.shards import (
     ShardStore,
@@ -299,10 +300,8 @@ def push_output(output_dir: str | Path, repo_id: str, *, private: bool = False, 
     """
     import datasets
 
-    from crop_hf.hub import push_dataset
-
     output_dir = Path(output_dir)
     card = (output_dir / "README.md").read_text(encoding="utf-8")
     report = output_dir / "report"  # the card links these files (crop-hf report / synthesize --report)
-    return push_dataset(datasets.load_from_disk(str(output_dir / "dataset")), repo_id, card, private=private,
+    return hub.push_dataset(datasets.load_from_disk(str(output_dir / "dataset")), repo_id, card, private=private,
                         token=token, folders={"report": report} if report.is_dir() else None)

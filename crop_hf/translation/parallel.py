@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from crop_hf.alignment import EflomalAligner
 from crop_hf.arguments import changes_results
 from crop_hf.data.readers.words import read_function_words
 from crop_hf.engine.jobs import CorpusJob, ShardResult, result_arguments, run_job
@@ -53,6 +54,7 @@ from crop_hf.engine.shards import (
 )
 from crop_hf.hub import size_category
 from crop_hf.markers import MarkerStyle, get_marker_style
+from crop_hf.tables import format_table
 
 __all__ = [
     "DROP_REASONS",
@@ -538,8 +540,6 @@ class MarkParallelJob(CorpusJob[MarkedRow, DroppedPair, MarkingResult]):
     def __init__(self, config: MarkParallelRun, pairs: Iterable[ParallelPair], aligner: Any = None) -> None:
         super().__init__(config, pairs)
         if aligner is None:
-            from crop_hf.alignment import EflomalAligner
-
             aligner = EflomalAligner()
         self.aligner = aligner
         self.marking = config.marking
@@ -709,8 +709,6 @@ def marked_parallel_card(
 ) -> str:
     """The dataset card of a mark-parallel folder: what the rows are, the counts, columns and settings."""
     from huggingface_hub import DatasetCard, DatasetCardData
-
-    from crop_hf.tables import format_table
 
     languages = sorted({lang for pair in language_pairs for lang in pair})
     pairs = ", ".join(f"{src}-{tgt}" for src, tgt in sorted(language_pairs)) or "none"
