@@ -226,8 +226,9 @@ def test_bad_input_is_a_counted_drop_or_a_clear_error(scorer, tiny_bart):
     assert "'crop'" in str(caught.value)
     with pytest.raises(ValueError, match="insertion projection scores spans with a translation model: pass scorer="):
         project_examples("insertion", [empty])
-    with pytest.raises(ValueError, match=r"rerank projection scores .* \(pipeline\('projection'\) does not take one yet"):
-        PROJECTION_METHODS["rerank"].function(empty, RerankOptions())  # as the pipeline calls a method, for now
+    with pytest.raises(ValueError, match=r"rerank projection scores .* or scorer_model=NAME with src_lang/tgt_lang to "
+                                         r"pipeline\('projection'\)$"):
+        PROJECTION_METHODS["rerank"].function([empty], RerankOptions())  # the function itself checks too
     with pytest.raises(ValueError, match="sentence 0: the target already contains a marker of the 'easyproject'"):
         project_examples("insertion?marker_style=easyproject", [_example("a [b]", "x", [(0, 1, "X")])], scorer=scorer)
     with pytest.raises(ValueError, match=r"sentence 1: span .* is empty or outside"):

@@ -380,8 +380,9 @@ def test_config_checks_and_result_report(tmp_path):
 
     from crop_hf.augment.translate_align import STATISTICS_COLUMNS, TranslateAlignResult
 
-    with pytest.raises(ValueError, match=r"^translate-and-align projects English slots through a word alignment: "
-                                         r"method must be alignment or hybrid, got 'lexical'$"):
+    with pytest.raises(ValueError, match=r"^translate-and-align projects the English slots themselves, through a word "
+                                         r"alignment or scored by the translation model: method must be one of "
+                                         r"alignment, hybrid, insertion, rerank, hybrid_rerank, got 'lexical'$"):
         config(tmp_path, method="lexical")
     with pytest.raises(ValueError, match=r"^shard_size must be positive, got 0$"):
         config(tmp_path, shard_size=0)

@@ -11,9 +11,12 @@ its ``en_*`` columns, ``cstop``/``top``, or a ``datasets.Dataset``):
    call (:class:`crop_hf.alignment.EflomalAligner`, grow-diag-final-and, as in CSTOP);
 4. project the slots through the method registry (``method="alignment"``: CSTOP's rule, a
    discontinuous slot becomes separate slots of the same type; ``"hybrid"``: lexical matching
-   first), and build the target parse from tokens, intent and slots
-   (:func:`crop_hf.seqlogical.from_flat`), checked to round-trip through
-   :func:`crop_hf.seqlogical.parse`.
+   first; the model-scored methods score with the translation model itself, ``mt_model``:
+   ``"insertion"`` places each slot's markers in the translation (a marker-trained model; no
+   word alignment, step 3 is skipped), ``"rerank"``/``"hybrid_rerank"`` rank candidate spans
+   with T-Projection's score (any multilingual model: it must translate both ways)), and build
+   the target parse from tokens, intent and slots (:func:`crop_hf.seqlogical.from_flat`),
+   checked to round-trip through :func:`crop_hf.seqlogical.parse`.
 
 Every input is either kept (an :class:`AlignedParse`) or dropped with one reason (a
 :class:`DroppedParse`), counted (:data:`TRANSLATE_ALIGN_REASONS`); a dropped row keeps where it
@@ -121,7 +124,10 @@ class TranslateAlignConfig:
         "help": "Any seq2seq translation model (M2M100, NLLB, MarianMT, mBART-50)."}))
     mt_revision: str | None = field(default=None, metadata=changes_results({"help": "Revision of mt_model."}))
     method: str = field(default="alignment", metadata=changes_results({
-        "help": "Projection method: alignment (CSTOP's split rule), hybrid (lexical first, alignment for the rest)."}))
+        "help": "Projection method: alignment (CSTOP's split rule), hybrid (lexical first, alignment for the rest), "
+                "or scored by mt_model itself: insertion (a marker-trained mt_model places each slot's markers in "
+                "its translation; no alignment), rerank, hybrid_rerank (a multilingual mt_model ranks candidate "
+                "spans)."}))
     # added after runs were written: CSTOP's default leaves their fingerprint as it was
     symmetrization: str = field(default=DEFAULT_SYMMETRIZATION, metadata=changes_results({
         "help": "How eflomal's two directions are joined: grow-diag-final-and (CSTOP's), or grow-diag-final, which "
@@ -151,15 +157,17 @@ class TranslateAlignConfig:
 
     def __post_init__(self) -> None:
         from crop_hf.errors import check_language_code
-        from crop_hf.projection.methods import get_method
+        from crop_hf.projection.methods import PROJECTION_METHODS, get_method
 
         check_language_code(self.tgt_lang, "tgt_lang", "the English parses go in --input")
         check_language_code(self.src_lang, "src_lang")
 
         method = get_method(self.method)
-        if not method.uses_alignment:
-            raise ValueError(f"translate-and-align projects English slots through a word alignment: method must be "
-                             f"alignment or hybrid, got {self.method!r}")
+        if not (method.uses_alignment or method.uses_scorer):
+            usable = [name for name, row in PROJECTION_METHODS.items() if row.uses_alignment or row.uses_scorer]
+            raise ValueError(f"translate-and-align projects the English slots themselves, through a word alignment "
+                             f"or scored by the translation model: method must be one of {', '.join(usable)}, got "
+                             f"{self.method!r}")
         if self.shard_size < 1:
             raise ValueError(f"shard_size must be positive, got {self.shard_size}")
         check_symmetrization(self.symmetrization)
@@ -171,10 +179,19 @@ class TranslateAlignConfig:
 
 @dataclass
 class TranslateAlignModels:
-    """The translator (``labeled-translation`` pipeline or anything called the same way) and the word aligner."""
+    """The translator (``labeled-translation`` pipeline or anything called the same way), the word aligner
+    (``None`` for a method that aligns nothing: ``insertion``) and, for a model-scored method, the
+    :class:`~crop_hf.projection.TranslationScorer` over the translator's model (``src_lang`` → ``tgt_lang``).
+
+    For a model-scored method :meth:`load` loads ``mt_model`` once, as the scorer, checks it (a
+    model without the marker style's tokens asked to insert, or without the reverse direction asked
+    to rerank, fails here, naming the model) and builds the translator on the same weights, adding
+    no marker token (it translates plain utterances).
+    """
 
     translator: Any
     aligner: Any
+    scorer: Any = None
 
     @classmethod
     def load(cls, config: TranslateAlignConfig, device: Any = None) -> TranslateAlignModels:
@@ -182,10 +199,24 @@ class TranslateAlignModels:
 
         import crop_hf  # noqa: F401 - registers labeled-translation
         from crop_hf.alignment import EflomalAligner
+        from crop_hf.projection.methods import check_scorer, method_options
 
-        translator = pipeline("labeled-translation", model=config.mt_model, revision=config.mt_revision,
-                              device=device, batch_size=config.batch_size)
-        return cls(translator, EflomalAligner(symmetrization=config.symmetrization))
+        chosen, options = method_options(config.method)
+        if not chosen.uses_scorer:
+            translator = pipeline("labeled-translation", model=config.mt_model, revision=config.mt_revision,
+                                  device=device, batch_size=config.batch_size)
+            return cls(translator, EflomalAligner(symmetrization=config.symmetrization))
+        from crop_hf.projection.scoring import TranslationScorer
+
+        scorer = TranslationScorer.from_pretrained(config.mt_model, config.src_lang, config.tgt_lang,
+                                                   revision=config.mt_revision, device=device,
+                                                   batch_size=config.batch_size)
+        check_scorer(config.method, scorer)  # before any utterance is translated
+        translator = pipeline("labeled-translation", model=scorer.model, tokenizer=scorer.tokenizer, device=device,
+                              batch_size=config.batch_size, marker_style=getattr(options, "marker_style", None),
+                              max_slots=0)
+        aligner = EflomalAligner(symmetrization=config.symmetrization) if chosen.uses_alignment else None
+        return cls(translator, aligner, scorer)
 
 
 @dataclass
@@ -238,8 +269,17 @@ def align_batch(
     """Translate, align and project one batch (a shard): every item kept or dropped with its reason."""
     from crop_hf.engine.records import each_or_none
     from crop_hf.projection import tokenize_target
-    from crop_hf.projection.methods import ProjectionExample, project_examples
+    from crop_hf.projection.methods import (
+        ProjectionExample,
+        align_missing,
+        check_scorer,
+        get_method,
+        project_examples,
+    )
 
+    method = get_method(config.method)
+    if method.uses_scorer:
+        check_scorer(config.method, models.scorer)  # models given without a (fitting) scorer: said before translating
     records = [ParseRecord.read(item) for item in items]
     alive = [record for record in records if record.alive]
     translate = partial(models.translator, src_lang=config.src_lang, tgt_lang=config.tgt_lang,
@@ -257,7 +297,19 @@ def align_batch(
     alive = [record for record in records if record.alive]
 
     examples = [ProjectionExample(r.target, source_tokens=r.flat.tokens, source_spans=r.flat.slots) for r in alive]
-    results = project_examples(config.method, examples, aligner=models.aligner, drop_incomplete=False) if alive else []
+    if method.uses_scorer:
+        if method.uses_alignment and examples:
+            align_missing(examples, models.aligner)  # the shard in one eflomal run, even if a pair is refused
+        place = partial(project_examples, config.method, aligner=models.aligner, scorer=models.scorer,
+                        drop_incomplete=False)
+        results = each_or_none(place, examples)  # a pair the method refuses (a marker in the translation) alone
+        for record, result in zip(alive, results, strict=True):
+            if result is None:
+                record.drop("slots_lost", "the projection method refused the translation (see the log)")
+        alive, results = [r for r in alive if r.alive], [result for result in results if result is not None]
+    else:
+        results = project_examples(config.method, examples, aligner=models.aligner, drop_incomplete=False) \
+            if alive else []
     kept: list[AlignedParse] = []
     for record, result in zip(alive, results, strict=True):
         lost = [s for s in result.statuses if s.status not in ("projected", "split", "found", "fuzzy")]
@@ -396,14 +448,24 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse, TranslateAlignResu
 
     def card(self, statistics: Mapping[str, Mapping[str, float]], *, command_line: str) -> str:
         from crop_hf.augment.card import augmentation_card
+        from crop_hf.projection.methods import get_method
 
         config = self.config
+        method = get_method(config.method)
+        aligned = f"the words aligned by eflomal ({config.symmetrization}) and " if method.uses_alignment else ""
+        if method.uses_scorer:
+            placed = (f"the slots placed by `{config.mt_model}` itself ({config.method} projection, scored by the "
+                      "translation model).")
+        else:
+            placed = f"the slots projected ({config.method} projection; a discontinuous slot becomes separate slots " \
+                     "of its type)."
+        role = "translation and slot placement" if method.uses_scorer else "translation"
+        models = {role: config.mt_model, **({"word alignment": "eflomal"} if method.uses_alignment else {})}
         return augmentation_card(
             recipe="translate-and-align",
-            description=(f"English parses were translated into `{config.tgt_lang}` by `{config.mt_model}`, the "
-                         f"words aligned by eflomal ({config.symmetrization}) and the slots projected "
-                         f"({config.method} projection; a discontinuous slot becomes separate slots of its type)."),
-            languages=[config.tgt_lang], models={"translation": config.mt_model, "word alignment": "eflomal"},
+            description=(f"English parses were translated into `{config.tgt_lang}` by `{config.mt_model}`, "
+                         f"{aligned}{placed}"),
+            languages=[config.tgt_lang], models=models,
             counts=self.statistics_record(statistics), reasons=TRANSLATE_ALIGN_REASONS, features=FEATURES,
             command_line=command_line, settings=config.result_arguments(),
             source=config.input if isinstance(config.input, str) else None)

@@ -10,6 +10,10 @@
     crop-hf evaluate-projection --source "hinglish_top?data_dir=data/hinglish-top#en" \\
         --target "hinglish_top?data_dir=data/hinglish-top" --split validation --flat_only \\
         --methods hybrid "hybrid?postpositions=hi" --symmetrization grow-diag-final-and grow-diag-final
+    # methods scored by translation models: one row per method and model (each with its sentences/s)
+    crop-hf evaluate-projection --source "europarl_ner:en?data_dir=data/europarl-ner" \
+        --target "europarl_ner:de?data_dir=data/europarl-ner" --methods hybrid insertion rerank hybrid_rerank \
+        --scorer_models markers=out/m2m100-markers m2m=facebook/m2m100_418M --src_lang en --tgt_lang de
 
 Sentence k of ``--target`` must be the translation of sentence k of ``--source``; both need tokens
 and gold tags (``ner_tags``, or ``slot_tags`` for semantic parses; ``#en`` after a spec reads a
@@ -22,6 +26,12 @@ speed is printed and written to ``OUTPUT_DIR`` as ``projection.txt``,
 ``projection.md`` and ``projection.json``, with ``projection.png`` when matplotlib is installed
 (``pip install 'crop-hf[report]'``). Lexical and fuzzy methods look for each source entity's own
 words (no translation of the entity is known): see :mod:`crop_hf.metrics.projection`.
+
+``--scorer_models`` adds the methods scored by a translation model (``insertion`` needs a
+marker-trained model, ``rerank``/``hybrid_rerank`` any multilingual one), one row per method and
+model, a ``model`` column in the table; without ``--methods`` each model gets the scored methods
+it suits (the others are skipped with a warning). Each is loaded on ``--device`` and scores
+``--src_lang`` → ``--tgt_lang`` (codes of its family).
 """
 
 from __future__ import annotations
@@ -61,8 +71,16 @@ class EvaluateProjectionConfig:
     encoder: str = field(default="google-bert/bert-base-multilingual-cased",
                          metadata={"help": "Encoder of the embedding aligner (a folder or Hub id)."})
     layer: int = field(default=8, metadata={"help": "Encoder layer of the embedding aligner."})
-    device: str | None = field(default=None, metadata={"help": "Device of the embedding aligner (cpu, cuda:0; "
-                                                                "by default cuda when there is one)."})
+    device: str | None = field(default=None, metadata={"help": "Device of the embedding aligner and the scorer "
+                                                                "models (cpu, cuda:0; by default cuda when there is "
+                                                                "one)."})
+    scorer_models: list[str] | None = field(default=None, metadata={
+        "help": "Translation models for the model-scored methods (insertion, rerank, hybrid_rerank), one row per "
+                "method and model: NAME=PATH_OR_HUB_ID, or just the path (named by its last part)."})
+    src_lang: str | None = field(default=None, metadata={
+        "help": "Language of --source as the scorer models' family writes it (en; eng_Latn for NLLB)."})
+    tgt_lang: str | None = field(default=None, metadata={
+        "help": "Language of --target as the scorer models' family writes it (de; deu_Latn for NLLB)."})
     symmetrization: list[str] = field(default_factory=lambda: ["grow-diag-final-and"], metadata={
         "help": "How eflomal's two directions are joined; several give one eflomal row each, named "
                 "'eflomal (METHOD)' (grow-diag-final-and, CSTOP's, is plain 'eflomal'): grow-diag-final "
@@ -80,6 +98,17 @@ class EvaluateProjectionConfig:
                                                                     "(and .png with matplotlib) here."})
     show_progress: bool = field(default=True, metadata={"help": "Show progress bars "
                                                                  "(--no_show_progress hides every bar)."})
+
+
+    def __post_init__(self) -> None:
+        from crop_hf.projection.methods import get_method
+
+        scored = [method for method in self.methods or () if get_method(method).uses_scorer]
+        if scored and not self.scorer_models:  # said before any corpus is read
+            raise ValueError(f"--methods {' '.join(scored)} score spans with a translation model: give "
+                             "--scorer_models NAME=PATH (with --src_lang and --tgt_lang)")
+        if (self.src_lang or self.tgt_lang) and not self.scorer_models:
+            raise ValueError("--src_lang and --tgt_lang are the direction of --scorer_models, which is not given")
 
 
 CONFIG_CLASSES = (EvaluateProjectionConfig,)
@@ -148,6 +177,39 @@ def build_aligners(config: EvaluateProjectionConfig) -> dict:
     return aligners
 
 
+def scorer_names(items: list[str]) -> dict[str, str]:
+    """``--scorer_models``: ``NAME=PATH`` items (or a bare path, named by its last part) as ``{name: path}``.
+
+    >>> scorer_names(["markers=out/m2m-markers", "facebook/m2m100_418M"])
+    {'markers': 'out/m2m-markers', 'm2m100_418M': 'facebook/m2m100_418M'}
+    """
+    named: dict[str, str] = {}
+    for item in items:
+        name, found, path = item.partition("=")
+        name, path = (name, path) if found else (item.rstrip("/\\").rsplit("/", 1)[-1], item)
+        if not name or not path:
+            raise ValueError(f"--scorer_models: {item!r} is not NAME=PATH or a path")
+        if name in named:
+            raise ValueError(f"--scorer_models: two models are named {name!r}; name them NAME=PATH")
+        named[name] = path
+    return named
+
+
+def build_scorers(config: EvaluateProjectionConfig) -> dict:
+    """The translation models of ``--scorer_models`` as scorers of ``--src_lang`` → ``--tgt_lang``, by name."""
+    if not config.scorer_models:
+        return {}
+    from crop_hf.errors import reaching
+    from crop_hf.projection.scoring import TranslationScorer
+
+    scorers = {}
+    for name, path in scorer_names(config.scorer_models).items():
+        with reaching(path, f"scorer model {name!r}"):
+            scorers[name] = TranslationScorer.from_pretrained(path, config.src_lang, config.tgt_lang,
+                                                              device=config.device)
+    return scorers
+
+
 def run(config: EvaluateProjectionConfig) -> int:
     import json
     import logging
@@ -168,7 +230,7 @@ def run(config: EvaluateProjectionConfig) -> int:
     source, target = [source[k] for k in keep], [target[k] for k in keep]
     extra = read_parallel(config.extra_parallel, config.extra_split) if config.extra_parallel else None
     evaluation = evaluate_projection(source, target, methods=config.methods, aligners=build_aligners(config),
-                                     extra_parallel=extra)
+                                     extra_parallel=extra, scorers=build_scorers(config))
     table = format_projection_table(evaluation)
     aligned = "; ".join(f"{name}: {info['pairs']} pairs in {info['seconds']:.1f} s"
                         for name, info in evaluation.aligners.items())

@@ -18,6 +18,15 @@ sides of Hinglish-TOP, any pair of tagged corpora), :func:`evaluate_projection`
    breakdown (:func:`projection_errors`) and sentences per second (projection only; each
    aligner's time is reported apart).
 
+**Methods scored by a translation model** (``insertion``, ``rerank``, ``hybrid_rerank``) run once
+per model given as ``scorers={name: TranslationScorer}`` (each in the source → target direction),
+one :class:`ScoredProjectionRow` per (method, aligner, model), its sentences per second measured
+around that method's projection with that model (model loading apart). Named in ``methods``
+without ``scorers`` they are an error; with ``methods`` left out they are scored for every model
+that suits them (:func:`~crop_hf.projection.methods.check_scorer`: insertion for models with
+marker tokens, reranking for models with the reverse direction), the others skipped with a
+warning. Without ``scorers`` and ``methods`` the rows are those of the model-free methods.
+
 **What lexical methods read.** Lexical and fuzzy projection (CroP) look for the *translated* text
 of each entity, which a labeled translation provides; a corpus of human translations has no such
 text. Here they are given **the source entity's own words** (``Millennium bug`` is looked for in
@@ -35,6 +44,7 @@ translation model. Nothing of the target's gold tags is ever shown to a method.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -47,6 +57,7 @@ from crop_hf.projection.methods import (
     PROJECTION_METHODS,
     ProjectionExample,
     check_options,
+    check_scorer,
     get_method,
     parse_method,
 )
@@ -57,10 +68,13 @@ __all__ = [
     "ERROR_KINDS",
     "ProjectionEvaluation",
     "ProjectionRow",
+    "ScoredProjectionRow",
     "evaluate_projection",
     "format_projection_table",
     "projection_errors",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: What :func:`projection_errors` counts: gold spans found exactly, with the wrong type only, with
 #: wrong boundaries (overlapped by a projected span that is not it), missed (overlapped by none),
@@ -125,6 +139,13 @@ class ProjectionRow:
 
 
 @dataclass
+class ScoredProjectionRow(ProjectionRow):
+    """The scores of a model-scored method with one translation model (``model``: its name in ``scorers``)."""
+
+    model: str = ""
+
+
+@dataclass
 class ProjectionEvaluation:
     """Every row of :func:`evaluate_projection`, and what they were computed on."""
 
@@ -134,18 +155,25 @@ class ProjectionEvaluation:
     gold_entities: int
     #: aligner name -> ``{"seconds": ..., "pairs": ...}`` (pairs aligned, extra parallel ones included)
     aligners: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: translation model name -> the checkpoint it scored with (only when model-scored methods ran)
+    models: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"sentences": self.sentences, "source_entities": self.source_entities,
-                "gold_entities": self.gold_entities, "aligners": self.aligners,
-                "rows": [asdict(row) for row in self.rows]}
+        out = {"sentences": self.sentences, "source_entities": self.source_entities,
+               "gold_entities": self.gold_entities, "aligners": self.aligners}
+        if self.models:
+            out["models"] = self.models
+        return {**out, "rows": [asdict(row) for row in self.rows]}
 
-    def row(self, name: str, aligner: str | None = None) -> ProjectionRow:
-        """The row called ``name`` (over ``aligner`` when several aligners were scored)."""
+    def row(self, name: str, aligner: str | None = None, model: str | None = None) -> ProjectionRow:
+        """The row called ``name`` (over ``aligner`` when several aligners were scored; with ``model`` when
+        several translation models were)."""
         for row in self.rows:
-            if row.name == name and (aligner is None or row.aligner in (aligner, None)):
+            if (row.name == name and (aligner is None or row.aligner in (aligner, None))
+                    and (model is None or getattr(row, "model", None) == model)):
                 return row
         raise KeyError(f"no row {name!r}" + (f" over {aligner!r}" if aligner else "")
+                       + (f" with {model!r}" if model else "")
                        + f"; rows: {', '.join(sorted({r.name for r in self.rows}))}")
 
 
@@ -157,12 +185,14 @@ def format_projection_table(evaluation: ProjectionEvaluation, *, style: str = "t
     """
     types = sorted({t for row in evaluation.rows for t in row.per_type})
     types = types if len(types) <= max_types else []
-    header = ["method", "aligner", "P", "R", "F1", "kept P", "kept R", "kept F1", "kept", "entities",
-              *(f"{t} F1" for t in types), "boundary", "missed", "type", "spurious", "sent/s"]
+    scored = any(isinstance(row, ScoredProjectionRow) for row in evaluation.rows)  # a model column only then
+    header = ["method", "aligner", *(["model"] if scored else []), "P", "R", "F1", "kept P", "kept R", "kept F1",
+              "kept", "entities", *(f"{t} F1" for t in types), "boundary", "missed", "type", "spurious", "sent/s"]
     percent = lambda value: f"{100 * value:.1f}"  # noqa: E731
     body = []
     for row in evaluation.rows:
-        body.append([row.name, row.aligner or "-", percent(row.precision), percent(row.recall), percent(row.f1),
+        model = [getattr(row, "model", None) or "-"] if scored else []
+        body.append([row.name, row.aligner or "-", *model, percent(row.precision), percent(row.recall), percent(row.f1),
                      percent(row.kept_precision), percent(row.kept_recall), percent(row.kept_f1),
                      percent(row.kept_rate), percent(row.entities_projected),
                      *(percent(row.per_type[t]["f1"]) if t in row.per_type else "-" for t in types),
@@ -182,11 +212,13 @@ def _pairs(corpus: Sequence[Any], side: str) -> list[tuple[list[str], list[str]]
     return sentences
 
 
-def _method_rows(methods: Sequence[str] | Mapping[str, Any] | None) -> list[tuple[str, str, dict[str, Any]]]:
+def _method_rows(methods: Sequence[str] | Mapping[str, Any] | None,
+                 scored: bool = False) -> list[tuple[str, str, dict[str, Any]]]:
     """``(row name, method, options)``: method names (with ``?key=value&...`` options), or
-    ``{row name: (method, options)}``."""
-    if methods is None:  # the model-scored methods need a scorer: named only when asked for (issue 47 wiring)
-        methods = [name for name, method in PROJECTION_METHODS.items() if not method.uses_scorer]
+    ``{row name: (method, options)}``; by default every method (the model-scored ones only when
+    ``scored``: there are translation models to score with)."""
+    if methods is None:
+        methods = [name for name, method in PROJECTION_METHODS.items() if scored or not method.uses_scorer]
     if isinstance(methods, Mapping):
         rows = [(name, *spec) if not isinstance(spec, str) else (name, spec, {}) for name, spec in methods.items()]
     else:
@@ -204,6 +236,7 @@ def evaluate_projection(
     aligners: Mapping[str, Any] | None = None,
     extra_parallel: tuple[Sequence[Sequence[str]], Sequence[Sequence[str]]] | None = None,
     alignments: Mapping[str, Sequence[Sequence[tuple[int, int]]]] | None = None,
+    scorers: Mapping[str, Any] | None = None,
 ) -> ProjectionEvaluation:
     """Project ``source``'s tags onto ``target``'s tokens with every method and aligner and score them (see the module).
 
@@ -222,12 +255,16 @@ def evaluate_projection(
             (better priors from more text) and not scored; other aligners ignore it.
         alignments: ``{name: links per sentence}`` computed already (they replace aligning with the
             aligner of that name, which then need not be given).
+        scorers: ``{name: TranslationScorer}`` (source → target) for the model-scored methods: one
+            row per method and model (see the module docstring).
     """
     source_pairs, target_pairs = _pairs(source, "source"), _pairs(target, "target")
     if len(source_pairs) != len(target_pairs):
         raise ValueError(f"{len(source_pairs)} source sentences but {len(target_pairs)} target sentences: "
                          "sentence k of the target must be the translation of sentence k of the source")
-    rows_wanted = _method_rows(methods)
+    scorers = dict(scorers or {})
+    rows_wanted = _method_rows(methods, scored=bool(scorers))
+    scored_rows = _scored_rows(rows_wanted, scorers, named=methods is not None)  # before aligning: errors cost nothing
     alignments = dict(alignments or {})
     if aligners is None:
         aligners = {} if alignments else {"eflomal": EflomalAligner()}
@@ -257,9 +294,10 @@ def evaluate_projection(
     gold = [tags for _, tags in target_pairs]
     spans = [tags_to_spans(tags) for _, tags in source_pairs]
     rows: list[ProjectionRow] = []
-    for name, method, options in rows_wanted:
+    for row_index, (name, method, options) in enumerate(rows_wanted):
         chosen = get_method(method)
-        for aligner_name in (alignments if chosen.uses_alignment else [None]):
+        for aligner_name, scorer_name in [(a, m) for a in (alignments if chosen.uses_alignment else [None])
+                                          for m in (scored_rows[row_index] if chosen.uses_scorer else [None])]:
             examples = []
             for k, ((tokens, _), (target_tokens, _)) in enumerate(zip(source_pairs, target_pairs, strict=True)):
                 example = ProjectionExample(TargetSentence(list(target_tokens), "given"), source_tokens=tokens,
@@ -269,12 +307,45 @@ def evaluate_projection(
                 else:  # the source entity's own words: see "What lexical methods read" above
                     example.entities = [(" ".join(tokens[s.start:s.end]), s.label) for s in spans[k]]
                 examples.append(example)
+            scorer = {"scorer": scorers[scorer_name]} if scorer_name is not None else {}
             started = time.perf_counter()
-            results = crop_hf.projection.methods.project_examples(method, examples, **options)
+            results = crop_hf.projection.methods.project_examples(method, examples, **scorer, **options)
             seconds = time.perf_counter() - started
-            rows.append(_score(name, method, aligner_name, options, results, gold, seconds))
+            row = _score(name, method, aligner_name, options, results, gold, seconds)
+            rows.append(ScoredProjectionRow(**asdict(row), model=scorer_name) if scorer_name is not None else row)
+    models = {name: str(getattr(scorer, "name", name)) for name, scorer in scorers.items()
+              if any(name in names for names in scored_rows.values())}
     return ProjectionEvaluation(rows, len(source_pairs), sum(map(len, spans)),
-                                sum(len(tags_to_spans(tags)) for tags in gold), aligner_info)
+                                sum(len(tags_to_spans(tags)) for tags in gold), aligner_info, models)
+
+
+def _scored_rows(rows_wanted: Sequence[tuple[str, str, dict[str, Any]]], scorers: Mapping[str, Any], *,
+                 named: bool) -> dict[int, list[str]]:
+    """Per wanted row of a model-scored method, the models it is scored with.
+
+    A method ``named`` by the caller must suit every model (else the error of
+    :func:`~crop_hf.projection.methods.check_scorer`, naming the model); a default one is scored with
+    the models that suit it, the others skipped with a warning.
+    """
+    out: dict[int, list[str]] = {}
+    for index, (name, method, options) in enumerate(rows_wanted):
+        if not get_method(method).uses_scorer:
+            continue
+        if not scorers:
+            raise ValueError(f"projection method {name!r} scores spans with a translation model: give "
+                             "scorers={name: TranslationScorer} (crop-hf evaluate-projection --scorer_models "
+                             "NAME=PATH --src_lang .. --tgt_lang ..)")
+        out[index] = []
+        for model, scorer in scorers.items():
+            try:
+                check_scorer(method, scorer, **options)
+            except ValueError as error:
+                if named:
+                    raise
+                logger.warning("no %s row for %s: %s", name, model, error)
+                continue
+            out[index].append(model)
+    return out
 
 
 def _score(name: str, method: str, aligner: str | None, options: dict[str, Any], results: Sequence[Any],

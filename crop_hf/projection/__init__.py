@@ -10,7 +10,8 @@
 * :func:`project_rerank`, :func:`project_hybrid_rerank` — candidate spans ranked by a plain
   translation model's symmetric score (T-Projection), alone or overriding hybrid by a margin;
   these three score with a :class:`TranslationScorer`;
-* :class:`ProjectionPipeline` — the model-free methods as ``transformers.pipeline("projection", ...)``.
+* :class:`ProjectionPipeline` — every method as ``transformers.pipeline("projection", ...)`` (the
+  model-scored ones with ``scorer=`` or ``scorer_model=``).
 
 Every method returns a :class:`ProjectionResult` (tokens, IOB2 tags, projected entities, one
 status per input entity, ``complete``/``kept``). Importing this package does not import

@@ -75,7 +75,7 @@ from crop_hf.projection.result import EntityStatus, ProjectedEntity, ProjectionR
 from crop_hf.projection.scoring import TranslationScorer, require_scorer
 from crop_hf.projection.target import TargetSentence, uses_characters
 
-__all__ = ["candidate_spans", "check_marker_tokens", "mark_target", "project_insertion"]
+__all__ = ["candidate_spans", "check_insertion", "check_marker_tokens", "mark_target", "project_insertion"]
 
 #: Statuses of spans insertion could not place (each counted where statuses are counted).
 BELOW_THRESHOLD, CONFLICT, EMPTY_TARGET, TOO_MANY_SPANS = "below_threshold", "conflict", "empty_target", "too_many_spans"
@@ -135,6 +135,11 @@ def check_marker_tokens(scorer: TranslationScorer, style: MarkerStyle) -> int:
         f"insertion projection needs a model trained with markers of the {style.name!r} marker style, but "
         f"{scorer.name} has no token for {opening!r}: fine-tune one on marked parallel text (crop-hf "
         "mark-parallel, then crop-hf train-translation), or name the marker_style it was trained with")
+
+
+def check_insertion(options: Any, scorer: TranslationScorer) -> None:
+    """Insertion's check of a scorer before any work: the model must have ``options.marker_style``'s marker tokens."""
+    check_marker_tokens(scorer, get_marker_style(options.marker_style))
 
 
 @dataclass

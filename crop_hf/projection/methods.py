@@ -12,7 +12,11 @@ Three methods score spans with a translation model, given to :func:`project_exam
 given): ``insertion`` (a marker-trained model places each span's markers in the fixed target,
 :mod:`crop_hf.projection.insertion`), ``rerank`` and ``hybrid_rerank`` (a plain model ranks
 candidate spans, :mod:`crop_hf.projection.rerank`). Their rows say ``uses_scorer``; their
-functions take the whole batch, so that model passes are batched across sentences.
+functions take the whole batch, so that model passes are batched across sentences. Each row may
+also say how to check a scorer before any work (:func:`check_scorer`: insertion, a model with the
+marker style's tokens; reranking, a model with the reverse direction), which every entry point
+that loads a model calls right after loading it (``pipeline("projection")``, ``crop-hf
+evaluate-projection``, synthesis, translate-and-align).
 
 A new method is one :class:`ProjectionMethod` row in :data:`PROJECTION_METHODS`
 (:func:`register_method`, from your own code too); callers never switch on method names. Wherever a
@@ -41,7 +45,7 @@ from crop_hf.labels import Span
 from crop_hf.projection.alignment import project_alignment
 from crop_hf.projection.fuzzy import project_fuzzy
 from crop_hf.projection.hybrid import project_hybrid
-from crop_hf.projection.insertion import project_insertion
+from crop_hf.projection.insertion import check_insertion, project_insertion
 from crop_hf.projection.lexical import project_lexical
 from crop_hf.projection.options import (
     AlignmentOptions,
@@ -53,7 +57,7 @@ from crop_hf.projection.options import (
     ProjectionOptions,
     RerankOptions,
 )
-from crop_hf.projection.rerank import project_hybrid_rerank, project_rerank
+from crop_hf.projection.rerank import check_rerank, project_hybrid_rerank, project_rerank
 from crop_hf.projection.result import ProjectionResult
 from crop_hf.projection.scoring import require_scorer
 from crop_hf.projection.target import TargetSentence
@@ -64,13 +68,16 @@ __all__ = [
     "ProjectionExample",
     "ProjectionMethod",
     "align_missing",
+    "check_scorer",
     "foreign_rules",
     "get_method",
     "language_rules",
     "method_options",
     "parse_method",
+    "placement",
     "project_examples",
     "register_method",
+    "run_method",
     "word_spans",
 ]
 
@@ -104,6 +111,9 @@ class ProjectionMethod:
     drop_incomplete: bool
     #: whether it scores spans with a translation model (``project_examples(..., scorer=...)``)
     uses_scorer: bool = False
+    #: ``check(options, scorer)``: raise the ``ValueError`` the method would raise on its first batch
+    #: with ``scorer`` (a model without the markers it needs, a direction it lacks); see :func:`check_scorer`
+    check: Callable[[Any, Any], None] | None = None
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -140,7 +150,8 @@ PROJECTION_METHODS: Registry[ProjectionMethod] = Registry("projection method")
 
 def register_method(name: str, function: Callable[..., Any] | None = None,
                     options: type[ProjectionOptions] = ProjectionOptions, *, uses_alignment: bool = False,
-                    drop_incomplete: bool = True, uses_scorer: bool = False, replace: bool = False) -> Any:
+                    drop_incomplete: bool = True, uses_scorer: bool = False,
+                    check: Callable[[Any, Any], None] | None = None, replace: bool = False) -> Any:
     """Add a projection method, usable by name wherever a method is named; without ``function``, a decorator.
 
     ``function(example, options)`` projects one :class:`ProjectionExample` with an instance of
@@ -150,13 +161,15 @@ def register_method(name: str, function: Callable[..., Any] | None = None,
     missing ones); otherwise they carry translated ``entities``. With ``uses_scorer`` the method
     scores spans with a translation model: ``function(examples, options, scorer)`` projects a whole
     batch (a list of examples, a result each) with the :class:`~crop_hf.projection.scoring.TranslationScorer`
-    given to :func:`project_examples`. A taken name is an error unless ``replace=True``.
+    given to :func:`project_examples`; ``check(options, scorer)``, if given, raises at once what the
+    method would raise on its first batch with that scorer (:func:`check_scorer`). A taken name is
+    an error unless ``replace=True``.
     """
     if not (isinstance(options, type) and issubclass(options, ProjectionOptions)):
         raise TypeError(f"the options of projection method {name!r} must subclass ProjectionOptions, got {options!r}")
 
     def register(function: Callable[..., Any]) -> Callable:
-        method = ProjectionMethod(name, function, options, uses_alignment, drop_incomplete, uses_scorer)
+        method = ProjectionMethod(name, function, options, uses_alignment, drop_incomplete, uses_scorer, check)
         PROJECTION_METHODS.register(name, method, replace=replace)
         return function
 
@@ -167,10 +180,10 @@ register_method("lexical", _lexical, LexicalOptions)
 register_method("fuzzy", _fuzzy, FuzzyOptions)
 register_method("alignment", _alignment, AlignmentOptions, uses_alignment=True, drop_incomplete=False)
 register_method("hybrid", _hybrid, HybridOptions, uses_alignment=True, drop_incomplete=False)
-register_method("insertion", project_insertion, InsertionOptions, uses_scorer=True)
-register_method("rerank", project_rerank, RerankOptions, uses_scorer=True, drop_incomplete=False)
+register_method("insertion", project_insertion, InsertionOptions, uses_scorer=True, check=check_insertion)
+register_method("rerank", project_rerank, RerankOptions, uses_scorer=True, drop_incomplete=False, check=check_rerank)
 register_method("hybrid_rerank", project_hybrid_rerank, HybridRerankOptions, uses_alignment=True, uses_scorer=True,
-                drop_incomplete=False)
+                drop_incomplete=False, check=check_rerank)
 
 
 def parse_method(text: str) -> tuple[str, dict[str, Any]]:
@@ -287,13 +300,69 @@ def project_examples(method: str, examples: Sequence[ProjectionExample], *, alig
     ``scorer``, a :class:`~crop_hf.projection.scoring.TranslationScorer`; other methods ignore it.
     """
     chosen, resolved = method_options(method, **options)
+    return run_method(chosen, resolved, examples, aligner=aligner, scorer=scorer)
+
+
+def run_method(chosen: ProjectionMethod, options: ProjectionOptions, examples: Sequence[ProjectionExample], *,
+               aligner: Any = None, scorer: Any = None) -> list[ProjectionResult]:
+    """:func:`project_examples` with the method and its options already resolved (:func:`method_options`).
+
+    For callers that project many batches with one spec (the ``projection`` pipeline): the spec
+    is read once, not once per batch.
+    """
     if chosen.uses_scorer:
         require_scorer(scorer, chosen.name)  # before aligning: the error costs nothing
     if chosen.uses_alignment:
         align_missing(examples, aligner)
     if chosen.uses_scorer:
-        return list(chosen.function(list(examples), resolved, scorer))
-    return [chosen.function(example, resolved) for example in examples]
+        return list(chosen.function(list(examples), options, scorer))
+    return [chosen.function(example, options) for example in examples]
+
+
+def check_scorer(method: str, scorer: Any, **options) -> None:
+    """Raise now the error a model-scored ``method`` (with ``options`` over its spec's) would raise on its first
+    batch with ``scorer``.
+
+    Nothing for a method that uses no scorer. For one that does: ``require_scorer``'s error
+    without a scorer, and the method's own check (``insertion``: a model without the tokens of
+    its ``marker_style``, naming the model and the style; ``rerank``/``hybrid_rerank``: a model
+    without the reverse direction). Entry points call it right after loading a model, before
+    anything long runs.
+    """
+    chosen, resolved = method_options(method, **options)
+    if not chosen.uses_scorer:
+        return
+    require_scorer(scorer, chosen.name)
+    if chosen.check is not None:
+        chosen.check(resolved, scorer)
+
+
+def placement(method: str) -> str | None:
+    """How a model-scored ``method`` put the labels on a corpus's raw sentences, for a synthesis card, report
+    and printout to say; ``None`` for the other methods (CroP's labeled back-translation, word alignment).
+
+    >>> placement("insertion")  # doctest: +NORMALIZE_WHITESPACE
+    'placed by insertion into the raw sentence: the translation model itself chose where the crop markers of
+     each entity go in the raw sentence, given the tagged source translation (insertion projection; no labeled
+     back-translation)'
+    >>> placement("lexical") is None
+    True
+    """
+    try:
+        chosen, options = method_options(method)
+    except ValueError:  # a method registered by code this process did not import
+        return None
+    if not chosen.uses_scorer:
+        return None
+    name = method.partition("?")[0]
+    if getattr(options, "marker_style", None) is not None:
+        how = (f"placed by insertion into the raw sentence: the translation model itself chose where the "
+               f"{options.marker_style} markers of each entity go in the raw sentence, given the tagged source "
+               "translation")
+    else:
+        how = ("placed by the translation model itself, which ranked candidate spans of the raw sentence against "
+               "each entity of the tagged source translation")
+    return f"{how} ({name} projection; no labeled back-translation)"
 
 
 def word_spans(sentence: TargetSentence, entities: Sequence[Mapping[str, Any]]) -> list[Span]:

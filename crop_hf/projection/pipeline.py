@@ -14,8 +14,25 @@ which is how eflomal works best) or when the pipeline is given ``aligner=``. So:
   (``method=...`` at construction or per call);
 * ``ProjectionPipeline(method="lexical")`` is the same as the first, without the factory.
 
+The model-scored methods (``insertion``, ``rerank``, ``hybrid_rerank``) score spans with a
+translation model, given the way an aligner is: ``scorer=`` (a built
+:class:`~crop_hf.projection.TranslationScorer`), or ``scorer_model=`` (a seq2seq checkpoint name
+or folder, loaded with ``AutoModelForSeq2SeqLM`` on the pipeline's ``device``) with ``src_lang``
+and ``tgt_lang`` (codes of the model's family: the source sentences' language and the
+targets'). ``model=`` stays the aligner's encoder, so ``hybrid_rerank`` can take both::
+
+    pipeline("projection", method="insertion", scorer_model="my-org/m2m100-markers", src_lang="en", tgt_lang="de")
+    pipeline("projection", model="google-bert/bert-base-multilingual-cased", method="hybrid_rerank",
+             scorer_model="facebook/m2m100_418M", src_lang="en", tgt_lang="de")
+
+The scorer is checked when the pipeline is built (a model without the marker style's tokens
+asked to insert, a model without the reverse direction asked to rerank: an error naming the model),
+and each batch of inputs is projected in one pass (``batch_size=``), so model passes are batched
+across sentences.
+
 Asking for alignment projection of an input that has no ``alignment`` from a pipeline with
-neither a model nor an aligner is an error that says what to pass.
+neither a model nor an aligner is an error that says what to pass; asking for a model-scored
+method of a pipeline without a scorer is one too.
 
 Inputs are dicts (a list of them, a generator, or a ``datasets.Dataset`` whose rows have these
 columns):
@@ -24,7 +41,8 @@ columns):
 * ``translation``: for ``lexical``/``fuzzy``, the ``labeled-translation`` pipeline's output for
   this sentence (or ``entities``: just its entity list, or ``(text, label)`` pairs);
 * ``source_tokens`` and ``source_tags`` (IOB2 strings, or ids with ``label_names=``): for
-  ``alignment``; optional ``alignment`` (pairs or Pharaoh text) to skip the aligner;
+  ``alignment``, ``hybrid`` and the model-scored methods (the source sentence whose spans are
+  placed); optional ``alignment`` (pairs or Pharaoh text) to skip the aligner;
 * optional ``lang``: the target language (``zh``, ``ja``, ``th``, ... are matched by character).
 
 Each output is :meth:`crop_hf.projection.ProjectionResult.to_dict`: ``tokens``, ``tags``,
@@ -53,9 +71,11 @@ from crop_hf.projection.alignment import source_spans
 from crop_hf.projection.methods import (
     PROJECTION_METHODS,
     ProjectionExample,
-    align_missing,
+    ProjectionMethod,
+    check_scorer,
     get_method,
     method_options,
+    run_method,
 )
 from crop_hf.projection.target import tokenize_target
 
@@ -64,13 +84,17 @@ __all__ = ["PROJECTION_METHODS", "ProjectionPipeline"]
 logger = logging.getLogger(__name__)
 
 _PREPROCESS = ("method", "lang", "tokenization", "label_names", "scheme")
-_FORWARD = ("method",)
 
 
-def _postprocess_options() -> tuple[str, ...]:
+def _forward_options() -> tuple[str, ...]:
     """Every option some projection method takes (each method checks its own); read per call, so that
     a method registered after this module was imported takes its options here too."""
     return ("method", *sorted({option for method in PROJECTION_METHODS.values() for option in method.options}))
+
+
+def _method_of(spec: str) -> ProjectionMethod:
+    """The method a spec names, without reading its options again (``_sanitize_parameters`` checked them)."""
+    return PROJECTION_METHODS.get(spec.partition("?")[0])
 
 
 class _Rows(TorchDataset):
@@ -96,10 +120,16 @@ class ProjectionPipeline(Pipeline):
     Args:
         model: an encoder (loaded ``PreTrainedModel``) for embedding alignment, or ``None``.
         tokenizer: its (fast) tokenizer.
-        method: ``"lexical"`` (default), ``"fuzzy"`` or ``"alignment"``.
+        method: ``"lexical"`` (default), ``"fuzzy"``, ``"alignment"``, ``"hybrid"``, or a model-scored
+            ``"insertion"``, ``"rerank"``, ``"hybrid_rerank"`` (any registered method, with options
+            written ``"hybrid?threshold=80"``).
         aligner: any object with ``align(source_words, target_words) -> list of pairs`` to use instead
             of the model (an :class:`~crop_hf.alignment.EmbeddingAligner` or
             :class:`~crop_hf.alignment.EflomalAligner`).
+        scorer: a :class:`~crop_hf.projection.TranslationScorer` for the model-scored methods.
+        scorer_model: instead of ``scorer``, a seq2seq checkpoint (name or folder) to build one from,
+            on the pipeline's ``device``, scoring ``src_lang`` → ``tgt_lang`` (codes of its family;
+            none for a one-direction model).
         layer, token_type, distortion: of the embedding aligner built from ``model`` (SimAlign's
             defaults: layer 8, ``"bpe"``, 0).
         align_method: the embedding aligner's method, ``"itermax"`` (default), ``"argmax"``, ``"match"``.
@@ -110,7 +140,7 @@ class ProjectionPipeline(Pipeline):
         drop_incomplete: mark incomplete sentences ``kept=False``; default ``True`` for lexical
             and fuzzy (CroP), ``False`` for alignment (CSTOP).
 
-    Every option except the aligner's can also be given per call.
+    Every option except the aligner's and the scorer's can also be given per call.
     """
 
     _load_tokenizer = None  # optional: the model-free pipeline has none
@@ -125,6 +155,10 @@ class ProjectionPipeline(Pipeline):
         tokenizer=None,
         *,
         aligner=None,
+        scorer=None,
+        scorer_model: str | None = None,
+        src_lang: str | None = None,
+        tgt_lang: str | None = None,
         layer: int = 8,
         token_type: str = "bpe",
         distortion: float = 0.0,
@@ -132,6 +166,10 @@ class ProjectionPipeline(Pipeline):
         **kwargs,
     ) -> None:
         kwargs.setdefault("method", "lexical")
+        if scorer is not None and scorer_model is not None:
+            raise ValueError("give the projection pipeline scorer= or scorer_model=, not both")
+        if (src_lang or tgt_lang) and scorer_model is None:
+            raise ValueError("src_lang and tgt_lang are the directions of scorer_model=; a built scorer= has its own")
         if model is _registration.MODEL_FREE:
             model = None
         if model is not None:
@@ -144,6 +182,16 @@ class ProjectionPipeline(Pipeline):
             aligner = EmbeddingAligner(model, tokenizer, layer=layer, token_type=token_type, distortion=distortion,
                                        method=align_method)
         self.aligner = aligner
+        if scorer_model is not None:
+            from crop_hf.projection.scoring import TranslationScorer
+
+            scorer = TranslationScorer.from_pretrained(scorer_model, src_lang, tgt_lang, device=self.device)
+        self.scorer = scorer
+        # a model without the markers asked to insert, or without the reverse direction asked to rerank:
+        # said now, before any input (a method named per call is checked on its first batch)
+        method = self._forward_params["method"]
+        accepted = _method_of(method).options
+        check_scorer(method, scorer, **{name: value for name, value in self._forward_params.items() if name in accepted})
 
     def _init_without_model(self, tokenizer=None, *, task: str = "projection", device=None, **kwargs) -> None:
         """What ``Pipeline.__init__`` sets up, minus everything that needs a model."""
@@ -164,22 +212,22 @@ class ProjectionPipeline(Pipeline):
 
     def __repr__(self) -> str:
         model = type(self.model).__name__ if self.model is not None else None
-        return f"{type(self).__name__}(method={self._forward_params.get('method')!r}, model={model})"
+        scorer = getattr(self, "scorer", None)
+        scored = f", scorer={scorer.name!r}" if scorer is not None else ""
+        return f"{type(self).__name__}(method={self._forward_params.get('method')!r}, model={model}{scored})"
 
     def _sanitize_parameters(self, **kwargs):
-        postprocess_options = _postprocess_options()
-        known = set(_PREPROCESS) | set(_FORWARD) | set(postprocess_options)
+        forward_options = _forward_options()
+        known = set(_PREPROCESS) | set(forward_options)
         unknown = sorted(set(kwargs) - known)
         if unknown:
             raise TypeError(f"unknown projection option(s) {unknown}; expected some of {sorted(known)}")
         method = kwargs.get("method")
         if method is not None:
             get_method(method)
-        preprocess, forward, postprocess = (
-            {name: kwargs[name] for name in names if name in kwargs}
-            for names in (_PREPROCESS, _FORWARD, postprocess_options)
-        )
-        return preprocess, forward, postprocess
+        preprocess, forward = ({name: kwargs[name] for name in names if name in kwargs}
+                               for names in (_PREPROCESS, forward_options))
+        return preprocess, forward, {}
 
     # -- the three stages ---------------------------------------------------------------------
 
@@ -187,18 +235,19 @@ class ProjectionPipeline(Pipeline):
                    scheme="IOB2") -> dict:
         if not isinstance(inputs, Mapping) or "target" not in inputs:
             raise ValueError("a projection input is a dict with a 'target' sentence (text or tokens) and, for "
-                             "lexical/fuzzy, 'translation' or 'entities'; for alignment, 'source_tokens' and "
-                             f"'source_tags'; got {type(inputs).__name__}")
+                             "lexical/fuzzy, 'translation' or 'entities'; for alignment and the model-scored "
+                             f"methods, 'source_tokens' and 'source_tags'; got {type(inputs).__name__}")
         sentence = tokenize_target(inputs["target"], inputs.get("lang") or lang, tokenization)
         example = ProjectionExample(sentence)
-        if not get_method(method).uses_alignment:
+        chosen = _method_of(method)
+        if not (chosen.uses_alignment or chosen.uses_scorer):
             example.entities = inputs.get("translation", inputs.get("entities"))
             if example.entities is None:
                 raise ValueError(f"{method} projection needs 'translation' (the labeled-translation output) or "
                                  f"'entities' for the target {_preview(inputs['target'])}")
             return {"example": example}
         if "source_tags" not in inputs and "source_spans" not in inputs:
-            raise ValueError(f"alignment projection needs 'source_tokens' and 'source_tags' for the target "
+            raise ValueError(f"{chosen.name} projection needs 'source_tokens' and 'source_tags' for the target "
                              f"{_preview(inputs['target'])}")
         tags = inputs.get("source_tags", inputs.get("source_spans"))
         if label_names is not None and tags and not isinstance(tags[0], (str, Sequence)):
@@ -211,27 +260,28 @@ class ProjectionPipeline(Pipeline):
             example.alignment = parse_pharaoh(alignment) if isinstance(alignment, str) else [tuple(p) for p in alignment]
         return {"example": example}
 
-    def _forward(self, model_inputs, method="lexical") -> dict:
+    def _forward(self, model_inputs, method="lexical", **options) -> dict:
+        """Project the batch in one go: one aligner call for the examples without links, one scorer search
+        for a model-scored method; the method spec is read once per batch."""
         examples = model_inputs["example"]
         if not isinstance(examples, list):
             examples = [examples]
-        if get_method(method).uses_alignment:
-            align_missing(examples, self.aligner)  # the whole batch in one aligner call
-        return {"example": examples}
-
-    def postprocess(self, model_outputs, method="lexical", **options) -> dict:
-        example = model_outputs["example"]
-        if isinstance(example, list):
-            (example,) = example
-        accepted = get_method(method).options  # the options meant for other methods are left out
+        accepted = _method_of(method).options  # the options meant for other methods are left out
         chosen, resolved = method_options(method, **{name: value for name, value in options.items() if name in accepted})
-        return chosen.function(example, resolved).to_dict()
+        return {"result": run_method(chosen, resolved, examples, aligner=self.aligner, scorer=self.scorer)}
+
+    def postprocess(self, model_outputs) -> dict:
+        result = model_outputs["result"]
+        if isinstance(result, list):
+            (result,) = result
+        return result.to_dict()
 
     # -- batching ---------------------------------------------------------------------------
 
     def __call__(self, inputs, *args, **kwargs):
         """Project one input dict, a list of them (returns a list), or a generator or ``datasets.Dataset``
-        (returns a lazy iterator, as transformers does for datasets). ``batch_size=`` batches the aligner.
+        (returns a lazy iterator, as transformers does for datasets). ``batch_size=`` batches the aligner
+        and the scorer.
         """
         if type(inputs).__module__.startswith("datasets.") and hasattr(inputs, "column_names"):
             from crop_hf.data.features import tag_names
@@ -247,7 +297,7 @@ class ProjectionPipeline(Pipeline):
 
         The stock collate function pads ``input_ids`` and refuses to batch without a tokenizer;
         a projection example is a sentence pair (or a sentence and entities), tokenized by the
-        aligner inside ``_forward`` where a whole batch is encoded at once.
+        aligner or the scorer inside ``_forward`` where a whole batch is encoded at once.
         """
         from torch.utils.data import DataLoader
         from transformers.pipelines.pt_utils import PipelineDataset, PipelineIterator

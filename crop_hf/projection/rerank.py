@@ -46,7 +46,7 @@ from crop_hf.projection.result import EntityStatus, ProjectedEntity, ProjectionR
 from crop_hf.projection.scoring import TranslationScorer, require_scorer
 from crop_hf.projection.target import TargetSentence, is_punctuation
 
-__all__ = ["ngram_spans", "project_hybrid_rerank", "project_rerank", "symmetric_scores"]
+__all__ = ["check_rerank", "ngram_spans", "project_hybrid_rerank", "project_rerank", "symmetric_scores"]
 
 BELOW_THRESHOLD, CONFLICT, EMPTY_TARGET = "below_threshold", "conflict", "empty_target"
 
@@ -68,6 +68,11 @@ def directions(scorer: TranslationScorer) -> tuple[TranslationScorer, Translatio
     except ValueError as error:
         raise ValueError(f"reranking needs the reverse direction ({tgt or 'target'}→{src or 'source'}) and each "
                          f"language copied onto itself: {error}") from None
+
+
+def check_rerank(options: Any, scorer: TranslationScorer) -> None:
+    """Reranking's check of a scorer before any work: the model must have every direction the score reads."""
+    directions(scorer)
 
 
 def symmetric_scores(scorer: TranslationScorer, pairs: Sequence[tuple[str, str]]) -> list[float]:

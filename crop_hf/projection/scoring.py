@@ -59,8 +59,8 @@ def require_scorer(scorer: Any, method: str) -> None:
     """A ``ValueError`` saying what to pass when a model-scored ``method`` was called without its scorer."""
     if scorer is None:
         raise ValueError(f"{method} projection scores spans with a translation model: pass scorer="
-                         "TranslationScorer(model, tokenizer, src_lang, tgt_lang) to project_examples "
-                         "(pipeline('projection') does not take one yet)")
+                         "TranslationScorer(model, tokenizer, src_lang, tgt_lang) to project_examples, or "
+                         "scorer=... or scorer_model=NAME with src_lang/tgt_lang to pipeline('projection')")
 
 
 @dataclass
@@ -135,12 +135,15 @@ class TranslationScorer:
 
     @classmethod
     def from_pretrained(cls, name_or_path: Any, src_lang: str | None = None, tgt_lang: str | None = None, *,
-                        device: Any = None, dtype: Any = None, **kwargs) -> TranslationScorer:
-        """Load ``AutoModelForSeq2SeqLM`` and ``AutoTokenizer`` from a checkpoint (``"facebook/m2m100_418M"``)."""
+                        device: Any = None, dtype: Any = None, revision: str | None = None,
+                        **kwargs) -> TranslationScorer:
+        """Load ``AutoModelForSeq2SeqLM`` and ``AutoTokenizer`` from a checkpoint (``"facebook/m2m100_418M"``)
+        at ``revision`` (default: the main branch)."""
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
-        model = AutoModelForSeq2SeqLM.from_pretrained(name_or_path, **({"dtype": dtype} if dtype else {}))
+        at = {"revision": revision} if revision else {}
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path, **at)
+        model = AutoModelForSeq2SeqLM.from_pretrained(name_or_path, **at, **({"dtype": dtype} if dtype else {}))
         if device is not None:
             model = model.to(device)
         return cls(model, tokenizer, src_lang, tgt_lang, **kwargs)

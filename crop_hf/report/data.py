@@ -19,6 +19,9 @@ What each number means:
   and in dropped sentences.
 * ``gold``: :func:`crop_hf.metrics.projection_scores` of the kept sentences against gold target
   labels, when given (see :func:`read_gold`).
+* ``notes``: lines the page shows first, among them how the labels were placed when the run used
+  a model-scored method such as ``insertion`` (read from the run's recorded settings: there was
+  no labeled back-translation).
 
 "A label" is kept generic (any IOB type in the tag column), so an output whose tags are slot
 labels rather than entity types reports the same way: it needs ``statistics.json``,
@@ -45,6 +48,7 @@ from crop_hf.data.features import tag_strings
 from crop_hf.data.sources import is_split_by_language, load_spec, split_by_language
 from crop_hf.labels import rename_tag, tags_to_spans
 from crop_hf.metrics import projection_scores
+from crop_hf.projection.methods import placement
 
 logger = logging.getLogger(__name__)
 
@@ -181,6 +185,10 @@ def read_report_data(output_dir: str | Path, gold: Mapping[str, Any] | None = No
         reasons += [name for name in stats if name not in {"input", "kept"} and name not in reasons]
     kept_dict, dropped_dict = _load(output / "dataset"), _load(output / "discarded")
     data = ReportData(str(output), reasons, [])
+    how = placement_of_run(output)
+    if how:
+        data.notes.append(f"The labels were {how}. So markers_incomplete and wrong_language_target count nothing, "
+                          "and projection_incomplete counts sentences with an entity that could not be placed.")
     if kept_dict is None:
         data.notes.append(f"{output / 'dataset'} is missing: only the counts of statistics.json are shown.")
     for lang, stats in statistics.items():
@@ -198,6 +206,20 @@ def read_report_data(output_dir: str | Path, gold: Mapping[str, Any] | None = No
     if all(lang.statuses_kept is None for lang in data.languages) and kept_dict is not None:
         data.notes.append("This output has no projection_status column: projection outcomes are not shown.")
     return data
+
+
+def placement_of_run(output_dir: str | Path) -> str | None:
+    """How a model-scored method placed the labels of the run whose merge wrote ``output_dir``
+    (:func:`crop_hf.projection.methods.placement` of the method in its ``shards/<fingerprint>/run.json``);
+    ``None`` for other methods or when the folder does not record its run."""
+    shards = Path(output_dir) / "shards"
+    try:
+        record = json.loads((shards / "result.json").read_text(encoding="utf-8"))
+        arguments = json.loads((shards / record["fingerprint"] / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    method = arguments.get("method") if isinstance(arguments, dict) else None
+    return placement(method) if isinstance(method, str) else None
 
 
 def _read_kept(report: LanguageReport, kept, data: ReportData) -> None:

@@ -369,12 +369,13 @@ PLOTS: dict[str, tuple[str, str, Callable[[ReportData, Path], Path], Callable[[R
 
 
 def draw_projection_evaluation(evaluation: Any, path: Path) -> Path:
-    """``crop-hf evaluate-projection``'s plot: P/R/F1 of every (method, aligner) row, and F1 per entity type.
+    """``crop-hf evaluate-projection``'s plot: P/R/F1 of every (method, aligner, model) row, and F1 per entity type.
 
     ``evaluation`` is a :class:`crop_hf.metrics.projection.ProjectionEvaluation` or its ``to_dict()``.
     """
     rows = evaluation["rows"] if isinstance(evaluation, dict) else [vars(row) for row in evaluation.rows]
-    names = [row["name"] + (f" ({row['aligner']})" if row["aligner"] else "") for row in rows]
+    names = [row["name"] + (f" ({row['aligner']})" if row["aligner"] else "")
+             + (f" [{row['model']}]" if row.get("model") else "") for row in rows]
     types = sorted({t for row in rows for t in row["per_type"]})
     figure = _figure(13, max(3.2, 1.6 + 0.45 * len(rows)))
     overall, heat = figure.subplots(1, 2, width_ratios=[1, 1.2])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from crop_hf.hub import card_template, size_category
+from crop_hf.projection.methods import placement
 from crop_hf.synthesis.config import SynthesisConfig
 from crop_hf.tables import format_table
 
@@ -50,6 +51,7 @@ def synthesis_card(
         languages=languages,
         src_lang=config.src_lang,
         method=config.method,
+        placement=placement(config.method),
         mt_model=config.mt_model,
         mt_revision=config.mt_revision,
         ner_model=config.ner_model,

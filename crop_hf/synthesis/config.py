@@ -46,7 +46,9 @@ class SynthesisConfig:
     method: str = field(
         default="lexical",
         metadata=changes_results({"help": "Projection method: how labels reach the raw sentence (lexical, as CroP; fuzzy; "
-                          "alignment, CSTOP's translate-and-align; see crop_hf.projection.methods)."}),
+                          "alignment, CSTOP's translate-and-align; insertion: the marker-trained mt_model itself "
+                          "inserts each entity's markers into the raw sentence, no labeled back-translation; "
+                          "rerank; see crop_hf.projection.methods)."}),
     )
     alignment_model: str | None = field(
         default=None,
@@ -106,9 +108,14 @@ class SynthesisConfig:
             raise ValueError(f"the source language {self.src_lang!r} cannot also be a target language")
         from crop_hf.projection.methods import get_method
 
-        if get_method(self.method).uses_alignment and not self.alignment_model:
+        method = get_method(self.method)
+        if method.uses_alignment and not self.alignment_model:
             raise ValueError(f"method={self.method!r} needs alignment_model: an encoder such as "
                              f"bert-base-multilingual-cased, or {EFLOMAL!r} (no pretrained model)")
+        if method.uses_scorer and self.backend != "transformers":
+            raise ValueError(f"method={self.method!r} scores the raw sentence with mt_model itself (teacher forcing "
+                             f"in transformers), which backend={self.backend!r} cannot do: use "
+                             "backend='transformers' with this method")
         if self.alignment_model == EFLOMAL:
             from importlib.util import find_spec
 

@@ -19,7 +19,10 @@ reason                    dropped because
                           translation longer than the tagger takes; the error is logged); the
                           rest of its batch goes on
 ``markers_incomplete``    no beam hypothesis kept every boundary marker intact
-``projection_incomplete`` a translated entity was not found in the raw sentence
+``projection_incomplete`` a translated entity was not found in the raw sentence (with
+                          ``alignment``: a source entity reached no word; with a
+                          model-scored method such as ``insertion``: a source entity
+                          could not be placed in the raw sentence, its status says why)
 ``all_o``                 no entity was projected (CroP deletes all-``O`` sentences)
 ========================  ===============================================================
 """
@@ -37,7 +40,8 @@ REASONS: dict[str, str] = {
     "contains_marker": "the raw sentence already contains a boundary marker of the translator's style",
     "pipeline_error": "a pipeline refused the sentence",
     "markers_incomplete": "no beam hypothesis kept every boundary marker intact",
-    "projection_incomplete": "a translated entity was not found in the raw sentence",
+    "projection_incomplete": "a translated entity was not found in the raw sentence (or a source entity could not "
+                             "be placed in it: alignment, insertion)",
     "all_o": "no entity was projected",
 }
 #: The reasons alone, in order.

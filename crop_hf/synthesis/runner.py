@@ -12,13 +12,13 @@ from crop_hf.console import without_subword_heuristic_warning
 from crop_hf.engine.jobs import CorpusJob, ShardResult, push_output, run_job
 from crop_hf.engine.language import language_filter
 from crop_hf.engine.shards import process_state, shards_of
-from crop_hf.projection.methods import foreign_rules
+from crop_hf.projection.methods import foreign_rules, get_method, placement
 from crop_hf.synthesis.card import synthesis_card
 from crop_hf.synthesis.config import SynthesisConfig
 from crop_hf.synthesis.filters import REASONS, STATISTICS_COLUMNS
 from crop_hf.synthesis.inputs import iter_raw_sentences
 from crop_hf.synthesis.rows import DiscardedSentence, KeptSentence, kept_features
-from crop_hf.synthesis.stages import SynthesisModels, synthesize_shard
+from crop_hf.synthesis.stages import SynthesisModels, shard_scorer, synthesize_shard
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,8 @@ class SynthesisResult:
     statistics: dict[str, dict[str, int]] = field(default_factory=dict)
     #: per language, the finished shards a resumed run skipped (those of the main process)
     skipped_shards: dict[str, int] = field(default_factory=dict)
+    #: how a model-scored method placed the labels (:func:`~crop_hf.projection.methods.placement`); ``None`` otherwise
+    placement: str | None = None
 
     @property
     def dataset_path(self) -> Path:
@@ -61,7 +63,8 @@ class SynthesisResult:
             counts = ", ".join(f"{lang} {count}" for lang, count in self.skipped_shards.items() if count)
             resumed = (f"\nresumed: skipped {sum(self.skipped_shards.values())} shard(s) an earlier run had "
                        f"finished ({counts})")
-        return (f"{self.table()}\n\ndataset: {self.dataset_path}\ndiscarded sentences: {self.discarded_path}"
+        labels = f"\nlabels: {self.placement}" if self.placement else ""
+        return (f"{self.table()}{labels}\n\ndataset: {self.dataset_path}\ndiscarded sentences: {self.discarded_path}"
                 f"\ncard: {self.output_dir / 'README.md'}{resumed}")
 
 
@@ -117,6 +120,9 @@ class SynthesisRunner(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult
     def before_run(self) -> None:
         for line in foreign_rules(self.config.method, self.config.tgt_langs):
             logger.warning(line)  # German's rules on Spanish, say: once per run, before hours of work
+        if self._models is not None and get_method(self.config.method).uses_scorer:
+            for lang in self.config.tgt_langs:  # models given: their scorer is checked before any shard
+                shard_scorer(self.config, self._models.scorer, lang)  # (loaded ones are checked as they load)
 
     def shard_keys(self) -> list[str]:
         return list(self.config.tgt_langs)
@@ -147,7 +153,7 @@ class SynthesisRunner(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult
 
     def result(self, statistics: Mapping[str, Mapping[str, float]], skipped: Mapping[str, int]) -> SynthesisResult:
         return SynthesisResult(self.output_dir, {lang: dict(stats) for lang, stats in statistics.items()},
-                               dict(skipped))
+                               dict(skipped), placement(self.config.method))
 
     def _label_names(self) -> list[str]:
         """The NER model's label set; read from its config when the models were never loaded (all shards done)."""

@@ -9,7 +9,12 @@ For each raw target sentence (CroP, Figure 1):
    trying further beam hypotheses when markers break;
 4. project the translated entities onto the raw sentence (lexical, fuzzy) — or, with
    ``method="alignment"``, project the source spans directly through a word alignment of the
-   source translation and the raw sentence (CSTOP's translate-and-align), skipping step 3;
+   source translation and the raw sentence (CSTOP's translate-and-align), skipping step 3 — or,
+   with a model-scored method (``method="insertion"``), place the source spans on the raw
+   sentence with the translation model itself, skipping step 3: the marker-trained model scores
+   where each span's markers go in the raw sentence, teacher-forced on the marked source
+   translation (:mod:`crop_hf.projection.insertion`; ``rerank`` ranks candidate spans instead);
+   a span it cannot place drops the sentence as ``projection_incomplete``;
 5. filter (see :mod:`crop_hf.synthesis.filters`): cheap filters run before expensive stages, so
    a sentence that is too long is never translated.
 """
@@ -27,8 +32,16 @@ from crop_hf.engine.jobs import ShardResult
 from crop_hf.engine.language import LanguageIdFilter
 from crop_hf.engine.records import each_or_none, entity_spans
 from crop_hf.labels import LabelSet
+from crop_hf.markers import get_marker_style
 from crop_hf.projection import tokenize_target
-from crop_hf.projection.methods import ProjectionExample, get_method, project_examples, word_spans
+from crop_hf.projection.methods import (
+    ProjectionExample,
+    align_missing,
+    check_scorer,
+    method_options,
+    project_examples,
+    word_spans,
+)
 from crop_hf.projection.result import ProjectionResult
 from crop_hf.synthesis.config import EFLOMAL, SynthesisConfig
 from crop_hf.synthesis.inputs import UndecodableLine
@@ -36,7 +49,7 @@ from crop_hf.synthesis.rows import DiscardedSentence, KeptSentence
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SentenceRecord", "SynthesisModels", "process_shard", "synthesize_shard"]
+__all__ = ["SentenceRecord", "SynthesisModels", "load_scorer", "process_shard", "shard_scorer", "synthesize_shard"]
 
 
 @dataclass
@@ -47,13 +60,22 @@ class SynthesisModels:
     already constructed pipelines (``translator``: ``labeled-translation``; ``tagger``:
     ``token-classification`` with an aggregation strategy; ``aligner``: an
     :class:`~crop_hf.alignment.EmbeddingAligner`, or an :class:`~crop_hf.alignment.EflomalAligner`
-    when ``alignment_model="eflomal"``, for ``method="alignment"`` or ``"hybrid"``).
+    when ``alignment_model="eflomal"``, for ``method="alignment"`` or ``"hybrid"``; ``scorer``: a
+    :class:`~crop_hf.projection.TranslationScorer` over the translation model, for a model-scored
+    method such as ``"insertion"``; any direction, the shards take ``src_lang`` → their language).
+
+    For a model-scored method, :meth:`load` loads the translation model once, as the scorer,
+    checks it (a model without the marker style's tokens asked to insert fails here, naming the
+    model and the style, before the NER model is loaded) and builds the translator on the same
+    weights: it only translates plain text (the raw sentence into the source language), so no
+    marker token is added to the checkpoint.
     """
 
     translator: Any
     tagger: Any
     labels: LabelSet
     aligner: Any = None
+    scorer: Any = None
 
     @classmethod
     def load(cls, config: SynthesisConfig, device: Any = None) -> SynthesisModels:
@@ -61,22 +83,55 @@ class SynthesisModels:
 
         from crop_hf.errors import reaching
 
-        with reaching(config.mt_model, "translation model (mt_model)"):
-            translator = pipeline("labeled-translation", model=config.mt_model, revision=config.mt_revision,
-                                  device=device, batch_size=config.batch_size, backend=config.backend,
-                                  compute_type=config.compute_type, constrain_markers=config.constrain_markers)
+        chosen, options = method_options(config.method)
+        scorer = None
+        if chosen.uses_scorer:
+            scorer = load_scorer(config, device)
+            translator = pipeline("labeled-translation", model=scorer.model, tokenizer=scorer.tokenizer, device=device,
+                                  batch_size=config.batch_size, backend=config.backend,
+                                  compute_type=config.compute_type, constrain_markers=config.constrain_markers,
+                                  marker_style=getattr(options, "marker_style", None), max_slots=0)
+        else:
+            with reaching(config.mt_model, "translation model (mt_model)"):
+                translator = pipeline("labeled-translation", model=config.mt_model, revision=config.mt_revision,
+                                      device=device, batch_size=config.batch_size, backend=config.backend,
+                                      compute_type=config.compute_type, constrain_markers=config.constrain_markers)
         with reaching(config.ner_model, "NER model (ner_model)"):
             tagger = pipeline("token-classification", model=config.ner_model, revision=config.ner_revision,
                               aggregation_strategy="first", device=device)
         aligner = None
-        if get_method(config.method).uses_alignment:
+        if chosen.uses_alignment:
             from crop_hf.alignment import EflomalAligner, EmbeddingAligner
 
             if config.alignment_model == EFLOMAL:  # the pairs of one shard are aligned together
                 aligner = EflomalAligner()
             else:
                 aligner = EmbeddingAligner(config.alignment_model, batch_size=config.batch_size, device=device)
-        return cls(translator, tagger, LabelSet.of_model(tagger.model.config.id2label), aligner)
+        return cls(translator, tagger, LabelSet.of_model(tagger.model.config.id2label), aligner, scorer)
+
+
+def load_scorer(config: SynthesisConfig, device: Any = None) -> Any:
+    """``config.mt_model`` (at ``mt_revision``) as a :class:`~crop_hf.projection.TranslationScorer`, checked
+    for every target language (:func:`shard_scorer`) before anything else is loaded."""
+    from crop_hf.errors import reaching
+    from crop_hf.projection.scoring import TranslationScorer
+
+    with reaching(config.mt_model, "translation model (mt_model)"):
+        scorer = TranslationScorer.from_pretrained(config.mt_model, config.src_lang, config.tgt_langs[0],
+                                                   revision=config.mt_revision, device=device,
+                                                   batch_size=config.batch_size)
+    for lang in config.tgt_langs:
+        shard_scorer(config, scorer, lang)
+    return scorer
+
+
+def shard_scorer(config: SynthesisConfig, scorer: Any, lang: str) -> Any:
+    """The scorer of ``config.src_lang`` → ``lang`` (the source translation, marked, scores the raw sentence),
+    checked for ``config.method``: a ``ValueError`` naming the model when it lacks the markers or a direction."""
+    if scorer is not None and (scorer.languages.src_lang, scorer.languages.tgt_lang) != (config.src_lang, lang):
+        scorer = scorer.direction(config.src_lang, lang)
+    check_scorer(config.method, scorer)
+    return scorer
 
 
 @dataclass
@@ -120,14 +175,19 @@ def synthesize_shard(
     stage = on_stage or (lambda name: None)
     src = config.src_lang
     records = [SentenceRecord(text, lang) for text in sentences]
+    method, options = method_options(config.method)
+    # a model-scored method: its model is checked before any stage (a missing marker token fails here)
+    scorer = shard_scorer(config, models.scorer, lang) if method.uses_scorer else None
 
-    marker_style = getattr(models.translator, "marker_style", None)
+    marker_styles = [style for style in (getattr(models.translator, "marker_style", None),) if style is not None]
+    if getattr(options, "marker_style", None) is not None:  # insertion writes its own markers into the raw sentence
+        marker_styles.append(get_marker_style(options.marker_style))
     for record in records:
         if isinstance(record.text, UndecodableLine):
             record.drop("undecodable")
         elif len(record.text.split()) > config.max_words:
             record.drop("too_long")
-        elif marker_style is not None and marker_style.find(record.text):
+        elif any(style.find(record.text) for style in marker_styles):
             record.drop("contains_marker")  # the translator would refuse it, and its labels could not be trusted
     alive = [r for r in records if r.reason is None]
 
@@ -151,10 +211,11 @@ def synthesize_shard(
             record.drop("all_o")
     alive = [r for r in alive if r.reason is None]
 
-    method = get_method(config.method)
-    if method.uses_alignment:
-        # CSTOP's translate-and-align: the source spans reach the raw sentence through word links.
-        stage("align")
+    if method.uses_alignment or method.uses_scorer:
+        # The source spans reach the raw sentence directly, with no back-translation: through word links
+        # (CSTOP's translate-and-align), or placed by the translation model itself (insertion, reranking).
+        if method.uses_alignment:
+            stage("align")
         examples = []
         for record in alive:
             source = tokenize_target(record.source_translation, src)
@@ -178,8 +239,15 @@ def synthesize_shard(
         examples = [ProjectionExample(tokenize_target(r.text, lang), entities=r.translated_entities) for r in alive]
     # 4. project onto the raw sentence (the registry's method; CroP drops incomplete sentences)
     stage("project")
-    results = project_examples(config.method, examples, aligner=models.aligner, drop_incomplete=True)
-    for record, result in zip(alive, results, strict=True):
+    if method.uses_scorer:
+        if method.uses_alignment:
+            align_missing(examples, models.aligner)  # the shard's pairs in one call, even if a sentence is refused
+        place = partial(project_examples, config.method, aligner=models.aligner, scorer=scorer, drop_incomplete=True)
+        projected = list(_apply(place, alive, examples))  # a sentence the method refuses is a pipeline_error
+    else:
+        results = project_examples(config.method, examples, aligner=models.aligner, drop_incomplete=True)
+        projected = list(zip(alive, results, strict=True))
+    for record, result in projected:
         record.projection = result
         # 5. the projection filters
         if not result.complete:
