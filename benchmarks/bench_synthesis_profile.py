@@ -124,6 +124,7 @@ def profile(args) -> dict:
     """One synthesis run with timers around each stage (runs in its own process)."""
     import torch
 
+    import crop_hf.engine.jobs as jobs_module
     import crop_hf.synthesis.runner as runner_module
     from crop_hf.engine.language import LanguageIdFilter
     from crop_hf.engine.shards import ShardStore
@@ -151,16 +152,16 @@ def profile(args) -> dict:
         times[f"filter in {current['stage']}"] += time.perf_counter() - start
         return True  # random-weight output is no language: time the filter, ignore its verdict
 
-    process_shard = runner_module.process_shard
+    synthesize_shard = runner_module.synthesize_shard
 
-    def timed_process_shard(sentences, lang, config, models, language_filter, on_stage=None):
+    def timed_synthesize_shard(sentences, lang, config, models, language_filter, on_stage=None):
         def stage(name):
             counts[name] += 1
             switch(name)
-        result = process_shard(sentences, lang, config, models, language_filter, on_stage=stage)
+        result = synthesize_shard(sentences, lang, config, models, language_filter, on_stage=stage)
         switch(None)
-        kept, _, reasons = result
-        counts["reached project"] += len(kept) + reasons.get("projection_incomplete", 0)
+        reasons = result.reasons()
+        counts["reached project"] += len(result.kept) + reasons.get("projection_incomplete", 0)
         counts.update({f"dropped {k}": v for k, v in reasons.items()})
         return result
 
@@ -174,9 +175,9 @@ def profile(args) -> dict:
         return wrapper
 
     LanguageIdFilter.accepts = timed_accepts
-    runner_module.process_shard = timed_process_shard
+    runner_module.synthesize_shard = timed_synthesize_shard
     ShardStore.write = timed(ShardStore.write, "write")
-    SynthesisRunner.merge = timed(SynthesisRunner.merge, "write")
+    jobs_module._merge = timed(jobs_module._merge, "write")  # the driver's merge: datasets, statistics, card
 
     config = SynthesisConfig(
         tgt_langs=["de"], input=str(Path(args.input) / "{lang}.txt"), output_dir=args.output_dir,

@@ -37,13 +37,31 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
+from crop_hf.alignment import EflomalAligner
 from crop_hf.alignment.symmetrize import DEFAULT_SYMMETRIZATION, check_symmetrization
 from crop_hf.arguments import changes_results
+from crop_hf.augment.card import augmentation_card
 from crop_hf.augment.inputs import BadParse, ParseInput, iter_parse_inputs, read_parse
+from crop_hf.engine import shards
 from crop_hf.engine.jobs import CorpusJob, ShardResult, result_arguments, run_job
+from crop_hf.engine.language import language_filter
+from crop_hf.engine.records import each_or_none
 from crop_hf.engine.shards import row_descriptions, shards_of
+from crop_hf.errors import check_language_code
 from crop_hf.labels import Span, spans_to_tags, tags_to_spans
+from crop_hf.projection import TranslationScorer, tokenize_target
+from crop_hf.projection.methods import (
+    PROJECTION_METHODS,
+    ProjectionExample,
+    align_missing,
+    check_scorer,
+    foreign_rules,
+    get_method,
+    method_options,
+    project_examples,
+)
 from crop_hf.seqlogical import FlatParse, from_flat, parse, to_flat
+from crop_hf.tables import format_table
 
 logger = logging.getLogger(__name__)
 
@@ -156,9 +174,6 @@ class TranslateAlignConfig:
     show_progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
 
     def __post_init__(self) -> None:
-        from crop_hf.errors import check_language_code
-        from crop_hf.projection.methods import PROJECTION_METHODS, get_method
-
         check_language_code(self.tgt_lang, "tgt_lang", "the English parses go in --input")
         check_language_code(self.src_lang, "src_lang")
 
@@ -195,19 +210,13 @@ class TranslateAlignModels:
 
     @classmethod
     def load(cls, config: TranslateAlignConfig, device: Any = None) -> TranslateAlignModels:
-        from transformers import pipeline
-
-        import crop_hf  # noqa: F401 - registers labeled-translation
-        from crop_hf.alignment import EflomalAligner
-        from crop_hf.projection.methods import check_scorer, method_options
+        from transformers import pipeline  # crop_hf is imported, so labeled-translation is registered
 
         chosen, options = method_options(config.method)
         if not chosen.uses_scorer:
             translator = pipeline("labeled-translation", model=config.mt_model, revision=config.mt_revision,
                                   device=device, batch_size=config.batch_size)
             return cls(translator, EflomalAligner(symmetrization=config.symmetrization))
-        from crop_hf.projection.scoring import TranslationScorer
-
         scorer = TranslationScorer.from_pretrained(config.mt_model, config.src_lang, config.tgt_lang,
                                                    revision=config.mt_revision, device=device,
                                                    batch_size=config.batch_size)
@@ -267,16 +276,6 @@ def align_batch(
     language_filter: Any = None,
 ) -> ShardResult[AlignedParse, DroppedParse]:
     """Translate, align and project one batch (a shard): every item kept or dropped with its reason."""
-    from crop_hf.engine.records import each_or_none
-    from crop_hf.projection import tokenize_target
-    from crop_hf.projection.methods import (
-        ProjectionExample,
-        align_missing,
-        check_scorer,
-        get_method,
-        project_examples,
-    )
-
     method = get_method(config.method)
     if method.uses_scorer:
         check_scorer(config.method, models.scorer)  # models given without a (fitting) scorer: said before translating
@@ -366,8 +365,6 @@ class TranslateAlignResult:
     skipped_shards: int = 0
 
     def table(self) -> str:
-        from crop_hf.tables import format_table
-
         return format_table(list(STATISTICS_COLUMNS), [[self.statistics.get(c, 0) for c in STATISTICS_COLUMNS]])
 
     def report(self) -> str:
@@ -406,16 +403,11 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse, TranslateAlignResu
     @cached_property
     def models(self) -> tuple[TranslateAlignModels, Any]:
         """The models and the language filter (``None`` when off), built on first use."""
-        from crop_hf.engine.language import language_filter
-        from crop_hf.engine.shards import process_state
-
-        config = self.config
-        models = self.given_models or TranslateAlignModels.load(config, device=config.device or process_state().device)
+        config = self.config  # shards.process_state read through the module: a test's replacement is seen
+        models = self.given_models or TranslateAlignModels.load(config, device=config.device or shards.process_state().device)
         return models, language_filter(config.src_lang, config.tgt_lang) if config.language_filter else None
 
     def before_run(self) -> None:
-        from crop_hf.projection.methods import foreign_rules
-
         for line in foreign_rules(self.config.method, [self.config.tgt_lang]):
             logger.warning(line)  # Hindi's postpositions on Spanish, say: once per run
 
@@ -447,9 +439,6 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse, TranslateAlignResu
         return dict(statistics[self.config.tgt_lang])  # one language: the flat counts, as ever
 
     def card(self, statistics: Mapping[str, Mapping[str, float]], *, command_line: str) -> str:
-        from crop_hf.augment.card import augmentation_card
-        from crop_hf.projection.methods import get_method
-
         config = self.config
         method = get_method(config.method)
         aligned = f"the words aligned by eflomal ({config.symmetrization}) and " if method.uses_alignment else ""

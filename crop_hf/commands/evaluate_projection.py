@@ -44,8 +44,11 @@ from crop_hf.console import setup_logging
 from crop_hf.data.features import tag_strings
 from crop_hf.data.readers import iter_lines
 from crop_hf.data.sources import load_spec
+from crop_hf.errors import reaching
 from crop_hf.metrics.projection import evaluate_projection, format_projection_table
 from crop_hf.parsing.data import split_side
+from crop_hf.projection.methods import get_method
+from crop_hf.projection.scoring import TranslationScorer
 from crop_hf.report import plots
 
 #: Tag columns read from a corpus, first found wins (after a ``#side`` prefix).
@@ -101,8 +104,6 @@ class EvaluateProjectionConfig:
 
 
     def __post_init__(self) -> None:
-        from crop_hf.projection.methods import get_method
-
         scored = [method for method in self.methods or () if get_method(method).uses_scorer]
         if scored and not self.scorer_models:  # said before any corpus is read
             raise ValueError(f"--methods {' '.join(scored)} score spans with a translation model: give "
@@ -199,9 +200,6 @@ def build_scorers(config: EvaluateProjectionConfig) -> dict:
     """The translation models of ``--scorer_models`` as scorers of ``--src_lang`` → ``--tgt_lang``, by name."""
     if not config.scorer_models:
         return {}
-    from crop_hf.errors import reaching
-    from crop_hf.projection.scoring import TranslationScorer
-
     scorers = {}
     for name, path in scorer_names(config.scorer_models).items():
         with reaching(path, f"scorer model {name!r}"):

@@ -20,7 +20,9 @@ import logging
 from dataclasses import dataclass, field
 
 from crop_hf.console import progress_bars, setup_logging
+from crop_hf.synthesis import synthesize
 from crop_hf.synthesis.config import SynthesisConfig
+from crop_hf.synthesis.runner import push_to_hub
 
 
 @dataclass
@@ -37,9 +39,6 @@ CONFIG_CLASSES = (SynthesisConfig, HubOptions)
 
 
 def run(config: SynthesisConfig, hub: HubOptions | None = None) -> int:
-    from crop_hf.synthesis import synthesize
-    from crop_hf.synthesis.runner import push_to_hub
-
     hub = hub or HubOptions()
     setup_logging(logging.INFO)
     with progress_bars(config.show_progress, own_only=True):

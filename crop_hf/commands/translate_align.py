@@ -26,15 +26,13 @@ from __future__ import annotations
 
 import logging
 
-from crop_hf.augment.translate_align import TranslateAlignConfig
+from crop_hf.augment.translate_align import TranslateAlignConfig, translate_align
+from crop_hf.console import progress_bars, setup_logging
 
 CONFIG_CLASSES = (TranslateAlignConfig,)
 
 
 def run(config: TranslateAlignConfig) -> int:
-    from crop_hf.augment.translate_align import translate_align
-    from crop_hf.console import progress_bars, setup_logging
-
     setup_logging(logging.INFO)
     with progress_bars(config.show_progress, own_only=True):
         result = translate_align(config)

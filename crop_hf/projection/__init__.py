@@ -68,7 +68,7 @@ __all__ = [
 
 def __getattr__(name: str):
     if name == "ProjectionPipeline":  # imports transformers: only on demand
-        from crop_hf.projection.pipeline import ProjectionPipeline
+        from crop_hf.projection.pipeline import ProjectionPipeline  # heavy (torch): loaded on first use
 
         return ProjectionPipeline
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -67,6 +67,7 @@ from transformers import Pipeline
 from crop_hf import _registration
 from crop_hf.alignment.embedding import EmbeddingAligner
 from crop_hf.alignment.symmetrize import parse_pharaoh
+from crop_hf.data.features import tag_names
 from crop_hf.projection.alignment import source_spans
 from crop_hf.projection.methods import (
     PROJECTION_METHODS,
@@ -77,6 +78,7 @@ from crop_hf.projection.methods import (
     method_options,
     run_method,
 )
+from crop_hf.projection.scoring import TranslationScorer
 from crop_hf.projection.target import tokenize_target
 
 __all__ = ["PROJECTION_METHODS", "ProjectionPipeline"]
@@ -183,8 +185,6 @@ class ProjectionPipeline(Pipeline):
                                        method=align_method)
         self.aligner = aligner
         if scorer_model is not None:
-            from crop_hf.projection.scoring import TranslationScorer
-
             scorer = TranslationScorer.from_pretrained(scorer_model, src_lang, tgt_lang, device=self.device)
         self.scorer = scorer
         # a model without the markers asked to insert, or without the reverse direction asked to rerank:
@@ -284,8 +284,6 @@ class ProjectionPipeline(Pipeline):
         and the scorer.
         """
         if type(inputs).__module__.startswith("datasets.") and hasattr(inputs, "column_names"):
-            from crop_hf.data.features import tag_names
-
             names = tag_names(inputs, "source_tags")
             if names is not None and "label_names" not in kwargs and "label_names" not in self._preprocess_params:
                 kwargs["label_names"] = names  # ClassLabel ids read by name, as labeled-translation does

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from crop_hf.markers import MarkerStyle, get_marker_style
 from crop_hf.translation.languages import LanguageSetup, resolve_languages
+from crop_hf.translation.marker_tokens import MarkerVocabulary
 
 if TYPE_CHECKING:
     import torch
@@ -197,8 +198,6 @@ class TranslationScorer:
 
     def marker_vocabulary(self, style: str | MarkerStyle | None = None):
         """The tokenizer's :class:`~crop_hf.translation.marker_tokens.MarkerVocabulary` for ``style`` (read once)."""
-        from crop_hf.translation.marker_tokens import MarkerVocabulary
-
         style = get_marker_style(style)
         cache = self._shared["vocabularies"]
         if style.name not in cache:

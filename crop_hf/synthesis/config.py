@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from crop_hf.arguments import changes_results, renamed_from
 from crop_hf.engine.jobs import result_arguments, result_fields
+from crop_hf.errors import check_device, check_language_code
+from crop_hf.projection.methods import get_method
 
 __all__ = ["EFLOMAL", "RESULT_FIELDS", "SynthesisConfig"]
 
@@ -99,15 +101,11 @@ class SynthesisConfig:
             self.tgt_langs = [lang for lang in self.tgt_langs.replace(",", " ").split() if lang]
         if not self.tgt_langs:
             raise ValueError("give at least one target language")
-        from crop_hf.errors import check_language_code
-
         for lang in self.tgt_langs:  # a forgotten --input: its path would be read as a language
             check_language_code(lang, "tgt_langs", "raw sentences go in --input, e.g. --input 'raw/{lang}.txt'")
         check_language_code(self.src_lang, "src_lang")
         if self.src_lang in self.tgt_langs:
             raise ValueError(f"the source language {self.src_lang!r} cannot also be a target language")
-        from crop_hf.projection.methods import get_method
-
         method = get_method(self.method)
         if method.uses_alignment and not self.alignment_model:
             raise ValueError(f"method={self.method!r} needs alignment_model: an encoder such as "
@@ -125,8 +123,6 @@ class SynthesisConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.device is not None:  # fail now, with the devices that exist, not deep inside torch
-            from crop_hf.errors import check_device
-
             check_device(self.device)
         if self.compute_type is not None and self.backend != "ctranslate2":
             raise ValueError("compute_type applies to backend='ctranslate2' only")

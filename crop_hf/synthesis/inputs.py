@@ -8,6 +8,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from crop_hf.data import BUILDERS, load_dataset
+from crop_hf.data.sources import parse_source_spec
+from crop_hf.errors import UnreachableError, UserError, offline_mode
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["UndecodableLine", "iter_raw_sentences"]
@@ -66,9 +70,6 @@ def _from_rows(rows: Iterable[dict[str, Any]], column: str | None) -> Iterator[s
 
 
 def _from_string(text: str, lang: str, text_column: str | None, strict: bool = False) -> Iterator[str]:
-    from crop_hf.data import BUILDERS
-    from crop_hf.data.sources import parse_source_spec
-
     spec = parse_source_spec(text) if text.startswith("hub:") or text.split(":")[0].split("?")[0] in BUILDERS else None
     if spec is None:
         path = Path(text)
@@ -82,8 +83,6 @@ def _from_string(text: str, lang: str, text_column: str | None, strict: bool = F
 
         rows = datasets.load_dataset(spec.name, spec.config, split="train", streaming=True, **spec.kwargs)
     else:
-        from crop_hf.data import load_dataset
-
         rows = load_dataset(spec.name, spec.config or lang, split="train", streaming=True, **spec.kwargs)
     return _from_rows(_downloaded(rows, text), text_column or "tokens")
 
@@ -93,8 +92,6 @@ def _downloaded(rows: Iterable[dict[str, Any]], spec: str) -> Iterator[dict[str,
 
     Streaming fails only when iterated, with a bare ``FileNotFoundError(url)`` when offline.
     """
-    from crop_hf.errors import UnreachableError, UserError, offline_mode
-
     try:
         yield from rows
     except (ConnectionError, FileNotFoundError) as error:

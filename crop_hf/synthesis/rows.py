@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from crop_hf.data.features import ner_features
 from crop_hf.engine.shards import row_features
 
 __all__ = ["DiscardedSentence", "KeptSentence", "discarded_features", "kept_features"]
@@ -60,8 +61,6 @@ class DiscardedSentence:
 
 def kept_features(label_names: Sequence[str]) -> Any:
     """The ``datasets.Features`` of :class:`KeptSentence`, ``ner_tags`` as ``ClassLabel`` over ``label_names``."""
-    from crop_hf.data.features import ner_features
-
     return row_features(KeptSentence, {"ner_tags": ner_features(label_names)["ner_tags"]})
 
 

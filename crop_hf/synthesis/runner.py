@@ -8,10 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import crop_hf.report
 from crop_hf.console import without_subword_heuristic_warning
+from crop_hf.engine import shards
 from crop_hf.engine.jobs import CorpusJob, ShardResult, push_output, run_job
 from crop_hf.engine.language import language_filter
-from crop_hf.engine.shards import process_state, shards_of
+from crop_hf.engine.shards import shards_of
+from crop_hf.errors import reaching
+from crop_hf.labels import LabelSet
 from crop_hf.projection.methods import foreign_rules, get_method, placement
 from crop_hf.synthesis.card import synthesis_card
 from crop_hf.synthesis.config import SynthesisConfig
@@ -19,6 +23,7 @@ from crop_hf.synthesis.filters import REASONS, STATISTICS_COLUMNS
 from crop_hf.synthesis.inputs import iter_raw_sentences
 from crop_hf.synthesis.rows import DiscardedSentence, KeptSentence, kept_features
 from crop_hf.synthesis.stages import SynthesisModels, shard_scorer, synthesize_shard
+from crop_hf.tables import format_table
 
 logger = logging.getLogger(__name__)
 
@@ -49,8 +54,6 @@ class SynthesisResult:
 
     def table(self) -> str:
         """The counts as a plain-text table, one row per language and a total row."""
-        from crop_hf.tables import format_table
-
         rows = [[lang, *(stats.get(c, 0) for c in STATISTICS_COLUMNS)] for lang, stats in self.statistics.items()]
         rows.append(["total", *(sum(stats.get(c, 0) for stats in self.statistics.values())
                                 for c in STATISTICS_COLUMNS)])
@@ -103,7 +106,7 @@ class SynthesisRunner(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult
     @property
     def models(self) -> SynthesisModels:
         if self._models is None:
-            self._models = SynthesisModels.load(self.config, device=self.config.device or process_state().device)
+            self._models = SynthesisModels.load(self.config, device=self.config.device or shards.process_state().device)
         return self._models
 
     def run(self) -> SynthesisResult:
@@ -146,10 +149,8 @@ class SynthesisRunner(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult
                               fingerprint=self.store.fingerprint, columns=STATISTICS_COLUMNS)
 
     def after_merge(self, statistics: Mapping[str, Mapping[str, float]]) -> None:
-        if self.config.report:
-            from crop_hf.report import write_report  # matplotlib: only for runs that ask for plots
-
-            write_report(self.output_dir)  # plots under report/, linked from the card just written
+        if self.config.report:  # crop_hf.report.write_report read per call: a test's replacement is seen
+            crop_hf.report.write_report(self.output_dir)  # plots under report/, linked from the card just written
 
     def result(self, statistics: Mapping[str, Mapping[str, float]], skipped: Mapping[str, int]) -> SynthesisResult:
         return SynthesisResult(self.output_dir, {lang: dict(stats) for lang, stats in statistics.items()},
@@ -160,9 +161,6 @@ class SynthesisRunner(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult
         if self._models is not None:
             return list(self._models.labels.names)
         from transformers import AutoConfig
-
-        from crop_hf.errors import reaching
-        from crop_hf.labels import LabelSet
 
         with reaching(self.config.ner_model, "NER model (ner_model)"):
             config = AutoConfig.from_pretrained(self.config.ner_model, revision=self.config.ner_revision)

@@ -28,9 +28,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from crop_hf.alignment import EflomalAligner, EmbeddingAligner
 from crop_hf.engine.jobs import ShardResult
 from crop_hf.engine.language import LanguageIdFilter
 from crop_hf.engine.records import each_or_none, entity_spans
+from crop_hf.errors import reaching
 from crop_hf.labels import LabelSet
 from crop_hf.markers import get_marker_style
 from crop_hf.projection import tokenize_target
@@ -43,6 +45,7 @@ from crop_hf.projection.methods import (
     word_spans,
 )
 from crop_hf.projection.result import ProjectionResult
+from crop_hf.projection.scoring import TranslationScorer
 from crop_hf.synthesis.config import EFLOMAL, SynthesisConfig
 from crop_hf.synthesis.inputs import UndecodableLine
 from crop_hf.synthesis.rows import DiscardedSentence, KeptSentence
@@ -81,8 +84,6 @@ class SynthesisModels:
     def load(cls, config: SynthesisConfig, device: Any = None) -> SynthesisModels:
         from transformers import pipeline  # crop_hf is imported, so labeled-translation is registered
 
-        from crop_hf.errors import reaching
-
         chosen, options = method_options(config.method)
         scorer = None
         if chosen.uses_scorer:
@@ -101,8 +102,6 @@ class SynthesisModels:
                               aggregation_strategy="first", device=device)
         aligner = None
         if chosen.uses_alignment:
-            from crop_hf.alignment import EflomalAligner, EmbeddingAligner
-
             if config.alignment_model == EFLOMAL:  # the pairs of one shard are aligned together
                 aligner = EflomalAligner()
             else:
@@ -113,9 +112,6 @@ class SynthesisModels:
 def load_scorer(config: SynthesisConfig, device: Any = None) -> Any:
     """``config.mt_model`` (at ``mt_revision``) as a :class:`~crop_hf.projection.TranslationScorer`, checked
     for every target language (:func:`shard_scorer`) before anything else is loaded."""
-    from crop_hf.errors import reaching
-    from crop_hf.projection.scoring import TranslationScorer
-
     with reaching(config.mt_model, "translation model (mt_model)"):
         scorer = TranslationScorer.from_pretrained(config.mt_model, config.src_lang, config.tgt_langs[0],
                                                    revision=config.mt_revision, device=device,
