@@ -13,7 +13,7 @@ import pytest
 from transformers import HfArgumentParser
 
 from crop_hf.arguments import build_parser, changes_results, parse_config, renamed_from
-from crop_hf.engine.jobs import CorpusJob, ShardResult, result_arguments, result_fields, run_job
+from crop_hf.engine.jobs import CorpusJob, ShardResult, _step, result_arguments, result_fields, run_job
 from crop_hf.engine.shards import shards_of
 
 
@@ -183,3 +183,60 @@ def test_an_empty_shard_keeps_its_columns_and_merges_with_the_others(tmp_path):
     store.write("a", 1, [{"kept": True, "row": '{"number": 4}'}], {"input": 1, "kept": 1})
     assert pq.read_schema(store.root / "a" / "00000.parquet").names == ["kept", "row"]
     assert merge_shards(list(store.finished("a")), True, row_features(Kept))["number"] == [4]
+
+
+def test_a_wrongly_typed_dropped_record_is_named_as_dropped_with_the_job():
+    job = CountJob(CountConfig("unused"), bad=ShardResult([], [{"number": 1, "reason": "odd"}]))
+    with pytest.raises(TypeError, match=r"^count: a dropped record must be a Dropped, got dict$"):
+        _step(job, "a", 0, [1], None)
+
+
+def test_a_dropped_record_without_a_reason_counts_under_none():
+    assert ShardResult([], [Kept(1), Dropped(2, "odd")]).reasons() == {None: 1, "odd": 1}
+
+
+def test_the_merged_statistics_reach_the_outputs_and_after_merge(tmp_path):
+    seen = {}
+
+    class Watched(CountJob):
+        per_key = " of each key"
+
+        def write_outputs(self, statistics):
+            seen["outputs"] = dict(statistics)
+            super().write_outputs(statistics)
+
+        def after_merge(self, statistics):
+            seen["after"] = dict(statistics)
+
+    result = run_job(Watched(CountConfig(str(tmp_path))))
+    assert seen["outputs"] == seen["after"] == result["statistics"]
+    assert seen["after"]["a"]["kept"] == 4
+
+
+def test_the_driver_hands_the_jobs_per_key_wording_to_the_shard_runner(tmp_path, monkeypatch):
+    import crop_hf.engine.jobs as jobs
+
+    calls = []
+    monkeypatch.setattr(jobs, "run_sharded", lambda *args, **kwargs: calls.append(kwargs) or
+                        type("Run", (), {"merged": {}, "skipped": {}})())
+    job = CountJob(CountConfig(str(tmp_path)))
+    job.per_key = " of each key"
+    run_job(job)
+    assert calls[0]["per_key"] == " of each key" and calls[0]["description"] == "count"
+
+
+def test_push_output_uploads_the_kept_splits_with_the_card_public_unless_asked(tmp_path, monkeypatch):
+    from crop_hf import hub
+    from crop_hf.engine.jobs import push_output
+
+    run_job(CountJob(CountConfig(str(tmp_path))))
+    calls = []
+    monkeypatch.setattr(hub, "push_dataset", lambda dataset, repo_id, card, **kwargs: calls.append(
+        (dataset, repo_id, card, kwargs)) or f"https://hub/{repo_id}")
+    assert push_output(tmp_path, "me/count") == "https://hub/me/count"
+    dataset, _, card, kwargs = calls[0]
+    assert dataset["b"]["number"] == [10, 12, 14, 16] and card.startswith("# count")
+    assert kwargs == {"private": False, "token": None, "folders": None}
+    (tmp_path / "report").mkdir()
+    push_output(tmp_path, "me/count", private=True, token="t")
+    assert calls[1][3] == {"private": True, "token": "t", "folders": {"report": tmp_path / "report"}}

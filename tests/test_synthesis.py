@@ -554,6 +554,8 @@ def test_tagger_entities_become_trimmed_non_overlapping_character_spans():
     assert entity_spans(text, entities) == [{"start": 0, "end": 4, "label": "PER"},
                                              {"start": 10, "end": 21, "label": "PER"},
                                              {"start": 25, "end": 32, "label": "LOC"}]
+    # Without aggregation a pipeline names the label "entity" instead of "entity_group".
+    assert entity_spans("Anna", [{"start": 0, "end": 4, "entity": "B-PER"}]) == [{"start": 0, "end": 4, "label": "B-PER"}]
     # A span may start exactly where the previous one ends.
     assert entity_spans("ab", [{"start": 0, "end": 1, "entity_group": "A"}, {"start": 1, "end": 2, "entity_group": "B"}]
                          ) == [{"start": 0, "end": 1, "label": "A"}, {"start": 1, "end": 2, "label": "B"}]
