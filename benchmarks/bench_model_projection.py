@@ -72,6 +72,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_marker_mt as marker_mt
 from bench_backends import M2M100_418M
+from bench_projection_quality import europarl_parts
 from bench_synthesis_profile import WORDS, build_m2m100_tokenizer
 
 from crop_hf.projection import TranslationScorer
@@ -87,8 +88,6 @@ THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.5)
 #: score's ratios are unbounded above for text the model finds hard to copy; inf and inf is hybrid itself)
 EUROPARL_MARGINS = (0.5, 2.0, 5.0, 20.0, math.inf)
 MIN_SCORES = (0.0, 0.4, 1.0, 2.0, 5.0, math.inf)
-#: Europarl-NER pairs in the dev part (bench_projection_quality.py's: the same seeded shuffle)
-EUROPARL_DEV = 400
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -102,7 +101,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--parts", nargs="+", choices=("quality", "europarl", "speed"),
                         default=["quality", "europarl", "speed"])
     parser.add_argument("--test_sentences", type=int, default=None,
-                        help="first N Multi30k test_2016 pairs with slots, and first N Europarl-NER pairs (default: all)")
+                        help="first N Multi30k test_2016 pairs with slots, and first N pairs of each Europarl-NER part "
+                             "(default: all)")
     parser.add_argument("--dev_sentences", type=int, default=300, help="first N Multi30k val pairs with slots (dev)")
     parser.add_argument("--num_beams", type=int, default=4, help="labeled translation (CroP's route): beams "
                         "(bench_marker_mt.py's evaluation uses 4)")
@@ -228,7 +228,7 @@ def europarl_pairs(args) -> list[Pair]:
     de = list(read_europarl_ner(folder / "de-europarl.test.conll02"))
     pairs = [Pair(list(s.tokens), list(tags_to_spans(s.tags)), TargetSentence(list(t.tokens), "given"),
                   gold_tags=list(t.tags)) for s, t in zip(en, de, strict=True)]
-    return pairs[:args.test_sentences] if args.test_sentences else pairs
+    return pairs
 
 
 def eflomal_links(pairs: list[Pair], cache: Path, samplers: int) -> tuple[list, float]:
@@ -630,9 +630,9 @@ def europarl(args, work: Path, scorer, translator, chosen: dict, report: dict) -
     pairs = europarl_pairs(args)
     links, seconds = eflomal_links(pairs, work / "links-europarl.json", args.samplers)
     # bench_projection_quality.py's split (the same seed): dev chooses hybrid_rerank's settings, test reports
-    order = list(range(len(pairs)))
-    random.Random(args.seed).shuffle(order)
-    dev_index, test_index = sorted(order[:EUROPARL_DEV]), sorted(order[EUROPARL_DEV:])
+    parts = europarl_parts(len(pairs), args.seed)
+    limit = args.test_sentences  # a smoke run: the first pairs of each part (both parts stay disjoint)
+    dev_index, test_index = parts["dev"][:limit], parts["test"][:limit]
     per_pair = seconds / len(pairs)
     dev = [pairs[k] for k in dev_index]
     test = [pairs[k] for k in test_index]
@@ -642,7 +642,7 @@ def europarl(args, work: Path, scorer, translator, chosen: dict, report: dict) -
 
     # dev: hybrid_rerank's margin and min_score for entities (F1 punishes a wrong fill, slot accuracy does not)
     memo = MemoScorer.over(scorer)
-    base = entity_f1(dev_runner.run("eflomal hybrid", "hybrid", aligned=True), dev)["f1"]
+    dev_hybrid = entity_f1(dev_runner.run("eflomal hybrid", "hybrid", aligned=True), dev)["f1"]
     grid = {}
     for m in EUROPARL_MARGINS:
         for floor in MIN_SCORES:
@@ -650,7 +650,7 @@ def europarl(args, work: Path, scorer, translator, chosen: dict, report: dict) -
                                  scorer=memo)
             grid[(m, floor)] = entity_f1(row, dev)["f1"]
     print(f"\n== Europarl-NER dev ({len(dev)} pairs, bench_projection_quality.py's dev part): hybrid_rerank's "
-          f"margin (rows) and min_score (columns), F1 in percent; hybrid's defaults {100 * base:.1f} ==")
+          f"margin (rows) and min_score (columns), F1 in percent; hybrid's defaults {100 * dev_hybrid:.1f} ==")
     print(table(["margin", *(f"{f:g}" for f in MIN_SCORES)],
                 [[f"{m:g}", *(f"{100 * grid[(m, f)]:.1f}" for f in MIN_SCORES)] for m in EUROPARL_MARGINS]))
     # highest dev F1; ties: the larger margin, then the larger min_score (the fewer changes to hybrid)
@@ -692,7 +692,7 @@ def europarl(args, work: Path, scorer, translator, chosen: dict, report: dict) -
               + f"  -> {'never below' if checks[name]['never_below'] else 'BELOW hybrid somewhere'}")
     report["europarl"] = {"dev_sentences": len(dev), "test_sentences": len(test), "eflomal_seconds": seconds,
                           "dev_grid": {f"{m:g} {f:g}": value for (m, f), value in grid.items()},
-                          "dev_hybrid": base, "chosen": chosen_here, "rows": scores, "checks": checks}
+                          "dev_hybrid": dev_hybrid, "chosen": chosen_here, "rows": scores, "checks": checks}
 
 
 # --- part 3: speed -----------------------------------------------------------------------------------------

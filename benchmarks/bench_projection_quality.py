@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import random
 import statistics
 import time
 from pathlib import Path
@@ -111,10 +112,20 @@ EUROPARL_ROWS = {
 }
 
 
+#: Europarl-NER pairs in the dev part, the only ones a setting is chosen on (bench_model_projection.py splits alike)
+EUROPARL_DEV = 400
+
+
+def europarl_parts(count: int, seed: int) -> dict[str, list[int]]:
+    """The indices of Europarl-NER's dev and test parts: a seeded shuffle, the first ``EUROPARL_DEV`` dev."""
+    order = list(range(count))
+    random.Random(seed).shuffle(order)
+    return {"dev": sorted(order[:EUROPARL_DEV]), "test": sorted(order[EUROPARL_DEV:])}
+
+
 def europarl(args) -> None:
     """Europarl-NER en→de: align all 799 pairs, choose on the seeded dev part, report the test part."""
     import gzip
-    import random
 
     from crop_hf.data.readers import read_europarl_ner
     from crop_hf.metrics.projection import evaluate_projection, format_projection_table
@@ -123,9 +134,7 @@ def europarl(args) -> None:
     shared = Path(__file__).resolve().parents[2] / "shared/data"
     en = list(read_europarl_ner(shared / "europarl-ner/en-europarl.test.conll02"))
     de = list(read_europarl_ner(shared / "europarl-ner/de-europarl.test.conll02"))
-    order = list(range(len(en)))
-    random.Random(args.seed).shuffle(order)
-    parts = {"dev": sorted(order[:400]), "test": sorted(order[400:])}
+    parts = europarl_parts(len(en), args.seed)
     aligners = {"eflomal": None}
     extra = None
     if args.extra_parallel == "multi30k":
