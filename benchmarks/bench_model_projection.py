@@ -34,7 +34,8 @@
    small SentencePiece tokenizer padded to its vocabulary with marker pieces, as
    ``bench_synthesis_profile.py`` builds it), ``--speed_sentences`` sentences with two entities:
    (a) batched greedy translation to a fixed length (the target's token count), (b) insertion,
-   (c) insertion ``exhaustive=true``, (d) rerank; target (b)/(a) and (d)/(a) ≤ 3x.
+   (c) insertion ``exhaustive=true``, (c') the same with every row decoded from its first token (no
+   decoder states reused: the issue's exhaustive version), (d) rerank; target (b)/(a) and (d)/(a) ≤ 3x.
 
 Sentences per second count each row's own work after the model is loaded: the labeled
 translation for CroP's route, eflomal's time (shared out per pair aligned) for the rows that read
@@ -50,8 +51,8 @@ Latest (2026-12-06, 2 cores; the model of ``bench_marker_mt.py --recipes content
 --minutes 30``): Multi30k test slot accuracy: insertion 0.839, CroP's route lexical
 0.488 / hybrid 0.888, eflomal hybrid 0.921, hybrid_rerank 0.926 (margin 2).
 Europarl-NER test F1: hybrid's defaults 81.8, insertion 11.2, hybrid_rerank with Multi30k's margin 80.9.
-Speed at m2m100_418M's shape: insertion 16.3x, rerank 7.7x a batched greedy translation (exhaustive
-11.0x). Tables and how each setting was chosen: docs/benchmarks/bench-model-projection.md.
+Speed at m2m100_418M's shape: insertion 10.4x, rerank 7.5x a batched greedy translation (exhaustive
+8.0x, from scratch 10.3x). Tables and how each setting was chosen: docs/benchmarks/bench-model-projection.md.
 """
 
 from __future__ import annotations
@@ -87,6 +88,10 @@ THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.5)
 #: Europarl-NER dev: hybrid_rerank's margins and minimum scores of a filled-in or replacing span (the symmetric
 #: score's ratios are unbounded above for text the model finds hard to copy; inf and inf is hybrid itself)
 EUROPARL_MARGINS = (0.5, 2.0, 5.0, 20.0, math.inf)
+#: insertion's reranking tried on dev: how many of a slot's most probable placements (nbest), and the weight of the
+#: reverse score (mean log P(entity | span)) added to a placement's log-probability
+NBESTS = (3, 5, 10)
+REVERSE_WEIGHTS = (1.0, 2.0, 4.0, 8.0)
 MIN_SCORES = (0.0, 0.4, 1.0, 2.0, 5.0, math.inf)
 
 
@@ -109,6 +114,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--samplers", type=int, default=8, help="eflomal samplers (bench_projection_quality.py's)")
     parser.add_argument("--speed_sentences", type=int, default=8)
     parser.add_argument("--speed_words", type=int, default=10, help="words per source and target sentence (speed)")
+    parser.add_argument("--insertion_nbest", default=None, metavar="N,WEIGHT",
+                        help="insertion's nbest and reverse_weight, as a dev grid of this benchmark chose them "
+                             "(skips that grid; default: run it)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", default=None, help="write every table here (default: WORK_DIR/bench_model_projection.json)")
@@ -446,12 +454,20 @@ def rerank_row(margin: float) -> str:
     return f"hybrid_rerank {margin:g}"
 
 
-def run_rows(runner: Runner, names: list[str], margin: float | None, scorer=None) -> dict[str, Row]:
-    """The rows called ``names`` (hybrid_rerank's at ``margin``) over the runner's pairs."""
+def reranked_row(nbest: int, weight: float) -> str:
+    return f"insertion, {nbest}-best reranked (weight {weight:g})"
+
+
+def run_rows(runner: Runner, names: list[str], margin: float | None, scorer=None,
+             nbest: tuple[int, float] | None = None) -> dict[str, Row]:
+    """The rows called ``names`` (hybrid_rerank's at ``margin``, insertion reranked at ``nbest``) over the runner's pairs."""
     rows = {}
     for name in names:
         if margin is not None and name == rerank_row(margin):
             rows[name] = runner.run(name, "hybrid_rerank", aligned=True, scored=True, margin=margin, scorer=scorer)
+        elif nbest is not None and name == reranked_row(*nbest):
+            rows[name] = runner.run(name, "insertion", scored=True, scorer=scorer, nbest=nbest[0],
+                                    reverse_weight=nbest[1])
         else:
             method, flags = ROWS[name]
             rows[name] = runner.run(name, method, scorer=scorer if flags.get("scored") else None, **flags)
@@ -550,6 +566,7 @@ def quality(args, work: Path, scorer, translator, report: dict) -> dict:
     margin = max(MARGINS, key=lambda m: (round(margin_scores[f"{m:g}"]["slot_accuracy"], 6), m))
     print(f"margin chosen on Multi30k val: {margin:g} (highest dev slot accuracy; ties: the larger margin)", flush=True)
 
+    nbest, nbest_scores = insertion_nbest(args, dev_runner, dev, memo)
     dev_rows = run_rows(dev_runner, list(ROWS), None, memo)
     dev_rows[rerank_row(margin)] = margin_rows[f"{margin:g}"]
     specs = {name: None for name in dev_rows} | combinations(dev_rows, margin)
@@ -565,7 +582,7 @@ def quality(args, work: Path, scorer, translator, report: dict) -> dict:
     print(f"best combination chosen on Multi30k val: {best}", flush=True)
 
     # test: every row with the plain scorer (timed)
-    rows = run_rows(test_runner, [*ROWS, rerank_row(margin)], margin)
+    rows = run_rows(test_runner, [*ROWS, rerank_row(margin), reranked_row(*nbest)], margin, nbest=nbest)
     rows[f"best: {best}"] = build_combination(best, specs[best], rows)
     scores = {name: slot_accuracy(row, test) for name, row in rows.items()}
     outputs, translate_seconds = test_runner.translation()
@@ -581,15 +598,51 @@ def quality(args, work: Path, scorer, translator, report: dict) -> dict:
     body.append(["(plain greedy translation, for scale)", "-", "-", f"{len(test) / greedy:.1f}", "model.generate, 1 beam"])
     print(table(["row", "slot_acc", "placed", "sent/s", "time counts"], body))
     exhaustive = sum(len(candidate_spans(len(p.target.tokens), 4)) * len(p.spans) for p in test) / slots
-    for name in ("insertion", "insertion all", "insertion, caption spacing"):
+    for name in ("insertion", "insertion all", "insertion, caption spacing", reranked_row(*nbest)):
         stats = rows[name].extra
         print(f"{name}: {stats.get('decoder_rows', 0) / slots:.1f} decoder rows and "
               f"{stats.get('decoder_tokens', 0) / slots:.0f} decoder tokens per slot "
               f"(exhaustive enumeration: {exhaustive:.1f} rows per slot)")
 
     crop_best = max(scores["crop lexical"]["slot_accuracy"], scores["crop hybrid"]["slot_accuracy"])
-    insertion = scores["insertion"]["slot_accuracy"]
-    met = insertion >= TARGET_ACCURACY and insertion - crop_best >= TARGET_GAIN
+    met = {}
+    for name in ("insertion", reranked_row(*nbest)):
+        insertion = scores[name]["slot_accuracy"]
+        met[name] = insertion >= TARGET_ACCURACY and insertion - crop_best >= TARGET_GAIN
+        print(f"\n[{name}]", end="")
+        print_target(scores, insertion, crop_best, translation_only, best)
+    report["quality"] = {"dev_sentences": len(dev), "test_sentences": len(test), "test_slots": slots,
+                         "eflomal_seconds": seconds, "margins": margin_scores, "margin": margin,
+                         "nbest_grid": nbest_scores, "nbest": nbest,
+                         "dev": dev_scores, "best": best, "test": scores, "translation_only": translation_only,
+                         "greedy_seconds": greedy, "exhaustive_rows_per_slot": exhaustive,
+                         "insertion_stats": {n: rows[n].extra for n in rows if rows[n].extra}, "target_met": met}
+    return {"margin": margin, "best": best, "spec": specs[best], "nbest": nbest}
+
+
+def insertion_nbest(args, runner: Runner, dev: list[Pair], memo) -> tuple[tuple[int, float], dict[str, float]]:
+    """Insertion's ``nbest`` and ``reverse_weight``: given (``--insertion_nbest``), or the best of the grid on dev."""
+    if args.insertion_nbest:
+        count, weight = args.insertion_nbest.split(",")
+        print(f"insertion's nbest and reverse_weight given: {count}, {weight} (no dev grid)", flush=True)
+        return (int(count), float(weight)), {}
+    grid = {(1, 0.0): runner.run("dev", "insertion", scored=True, scorer=memo)}
+    for count in NBESTS:
+        for weight in REVERSE_WEIGHTS:
+            grid[(count, weight)] = runner.run("dev", "insertion", scored=True, scorer=memo, nbest=count,
+                                               reverse_weight=weight)
+    values = {key: slot_accuracy(row, dev)["slot_accuracy"] for key, row in grid.items()}
+    print(f"\n== dev (Multi30k val, {len(dev)} pairs): insertion's nbest (rows) and reverse_weight (columns), slot "
+          f"accuracy; none reranked: {values[(1, 0.0)]:.3f} ==")
+    print(table(["nbest", *(f"{w:g}" for w in REVERSE_WEIGHTS)],
+                [[str(n), *(f"{values[(n, w)]:.3f}" for w in REVERSE_WEIGHTS)] for n in NBESTS]))
+    # highest dev accuracy; ties: the fewer placements, then the smaller weight (the less the search is overruled)
+    chosen = max((key for key in values if key[0] > 1), key=lambda key: (round(values[key], 6), -key[0], -key[1]))
+    print(f"chosen on Multi30k val: nbest {chosen[0]}, reverse_weight {chosen[1]:g}", flush=True)
+    return chosen, {f"{n}/{w:g}": value for (n, w), value in values.items()}
+
+
+def print_target(scores: dict, insertion: float, crop_best: float, translation_only: dict, best: str) -> None:
     print(f"\ntarget (issue 47): insertion slot accuracy >= {TARGET_ACCURACY:.2f} and >= +{TARGET_GAIN:.2f} over "
           f"CroP's route with the same model.\nmeasured: insertion {insertion:.3f}; CroP's route: lexical "
           f"{scores['crop lexical']['slot_accuracy']:.3f}, hybrid {scores['crop hybrid']['slot_accuracy']:.3f} (the "
@@ -600,12 +653,6 @@ def quality(args, work: Path, scorer, translator, report: dict) -> dict:
           f"{'met' if insertion - crop_best >= TARGET_GAIN else 'NOT met'} over the better route, "
           f"{'met' if insertion - scores['crop lexical']['slot_accuracy'] >= TARGET_GAIN else 'NOT met'} over "
           f"lexical; best combination {scores[f'best: {best}']['slot_accuracy']:.3f}.")
-    report["quality"] = {"dev_sentences": len(dev), "test_sentences": len(test), "test_slots": slots,
-                         "eflomal_seconds": seconds, "margins": margin_scores, "margin": margin,
-                         "dev": dev_scores, "best": best, "test": scores, "translation_only": translation_only,
-                         "greedy_seconds": greedy, "exhaustive_rows_per_slot": exhaustive,
-                         "insertion_stats": {n: rows[n].extra for n in ROWS if rows[n].extra}, "target_met": met}
-    return {"margin": margin, "best": best, "spec": specs[best]}
 
 
 def _greedy_seconds(scorer, pairs: list[Pair]) -> float:
@@ -662,11 +709,13 @@ def europarl(args, work: Path, scorer, translator, chosen: dict, report: dict) -
           f"eflomal over all {len(pairs)} pairs ({seconds:.0f} s); '{rerank_row(margin)}' and the combination "
           f"chosen on Multi30k val, '{entity_row}' on Europarl-NER dev; F1 over all sentences, in percent ==",
           flush=True)
-    names = ["crop lexical", "crop hybrid", "eflomal hybrid", "insertion", "rerank", rerank_row(margin)]
+    nbest = tuple(chosen["nbest"]) if chosen.get("nbest") else None
+    names = ["crop lexical", "crop hybrid", "eflomal hybrid", "insertion", *([reranked_row(*nbest)] if nbest else []),
+             "rerank", rerank_row(margin)]
     spec = chosen.get("spec")
     names += [n for n in (spec[:2] if spec else [best]) if n not in names]
     spaced = "insertion, caption spacing"  # Europarl-NER's sources are tokenized: the same as insertion here
-    rows = run_rows(runner, [n for n in names if n != spaced], margin)
+    rows = run_rows(runner, [n for n in names if n != spaced], margin, nbest=nbest)
     if spaced in names:
         rows[spaced] = rows["insertion"]
     rows[f"best: {best}"] = build_combination(best, spec, rows)
@@ -696,6 +745,19 @@ def europarl(args, work: Path, scorer, translator, chosen: dict, report: dict) -
 
 
 # --- part 3: speed -----------------------------------------------------------------------------------------
+
+
+class FromScratch:
+    """A scorer that keeps no decoder states: every row is decoded from its first token (the issue's reference)."""
+
+    def __init__(self, base) -> None:
+        self.base = base
+
+    def __getattr__(self, name):
+        return getattr(self.base, name)
+
+    def score_rows(self, encoded, rows, gather=None, keep=False, resume=None):
+        return self.base.score_rows(encoded, rows, gather)
 
 
 def speed(args, work: Path, report: dict) -> None:
@@ -738,12 +800,14 @@ def speed(args, work: Path, report: dict) -> None:
             greedy.append(time.perf_counter() - started)
     seconds = {"(a) greedy translation": statistics.median(greedy)}
     stats = {}
-    for name, method, options in (("(b) insertion", "insertion", {}),
-                                  ("(c) insertion exhaustive", "insertion", {"exhaustive": True}),
-                                  ("(d) rerank", "rerank", {})):
+    for name, method, options, used in (("(b) insertion", "insertion", {}, scorer),
+                                        ("(c) insertion exhaustive", "insertion", {"exhaustive": True}, scorer),
+                                        ("(c') exhaustive, every row from scratch", "insertion", {"exhaustive": True},
+                                         FromScratch(scorer)),
+                                        ("(d) rerank", "rerank", {}, scorer)):
         before = dict(scorer.stats)
         started = time.perf_counter()
-        project_examples(method, examples, scorer=scorer, **options)
+        project_examples(method, examples, scorer=used, **options)
         seconds[name] = time.perf_counter() - started
         stats[name] = {key: value - before.get(key, 0) for key, value in scorer.stats.items()}
         print(f"  {name}: {seconds[name]:.1f} s", flush=True)
@@ -754,7 +818,7 @@ def speed(args, work: Path, report: dict) -> None:
     for name, value in seconds.items():
         ratio = value / seconds["(a) greedy translation"]
         row = stats.get(name, {})
-        target = "" if name.startswith("(a)") else ("(reference)" if "exhaustive" in name else
+        target = "" if name.startswith("(a)") else ("(reference)" if name.startswith("(c") else
                                                       f"<= {TARGET_RATIO:g}x: {'met' if ratio <= TARGET_RATIO else 'NOT met'}")
         body.append([name, f"{value:.2f}", f"{ratio:.1f}x", f"{row.get('decoder_rows', 0) / slots:.1f}" if row else "-",
                      f"{row.get('decoder_tokens', 0) / slots:.0f}" if row else "-", target])

@@ -87,6 +87,38 @@ def test_a_gathered_token_is_the_log_probability_the_sequence_with_that_token_ge
     assert probe.gathered[0] == pytest.approx(own.log_probs[shared], abs=1e-5)
 
 
+@pytest.mark.parametrize("batch_size", [1, 4])
+@pytest.mark.parametrize("family", ["m2m100", "bart"])  # positions: counted past padding / learned with an offset
+def test_rows_resuming_from_kept_decoder_states_score_as_from_scratch(request, family, batch_size):
+    """Rows that take over a kept row's decoder states for the tokens they begin with get the same
+    log-probabilities (and gathered ones) as a pass from scratch, while the decoder computes fewer tokens."""
+    languages = ("en", "de") if family == "m2m100" else ()
+    scorer = TranslationScorer.from_pretrained(request.getfixturevalue(f"tiny_{family}"), *languages,
+                                               batch_size=batch_size)
+    encoded = scorer.encode_sources(["I live in Gothenburg .", "Angela Merkel visited Paris on Monday ."])
+    plain = scorer.encode_targets(["Ich wohne in Göteborg und arbeite für Volvo .",
+                                   "Die Kanzlerin besuchte am Montag Paris ."])
+    kept = scorer.score_rows(encoded, [(0, plain[0]), (1, plain[1])], keep=True)
+    assert all(row.prefix is not None and row.prefix.labels == tuple(ids) for row, ids in zip(kept, plain, strict=True))
+    rows = [(0, plain[0][:4] + plain[1][2:]), (0, plain[0][:6] + plain[0][3:]), (1, plain[1][:3] + plain[0][5:]),
+            (1, plain[1][:3]), (0, plain[1]), (1, plain[1][:5] + plain[1][2:])]
+    gathers = [[(5, plain[0][1])], [], [(2, plain[0][2]), (len(rows[2][1]) - 1, plain[1][1])], [], [(0, 7)], []]
+    scorer.stats.clear()
+    fresh = scorer.score_rows(encoded, rows, gathers)
+    computed = scorer.stats["decoder_tokens"]
+    scorer.stats.clear()
+    resumed = scorer.score_rows(encoded, rows, gathers, resume=[kept[source].prefix for source, _ in rows])
+    for a, b in zip(fresh, resumed, strict=True):
+        assert len(a.log_probs) == len(b.log_probs) and a.skip == b.skip
+        assert max(abs(x - y) for x, y in zip(a.log_probs + a.gathered, b.log_probs + b.gathered, strict=True)) < 1e-5
+    # row by row, positions taken over: 4 and 6 shared; 2 (a gather at 2); 2 (the last token is computed);
+    # 0 (a gather at 0); 5. A batch of several rows resumes from the least of theirs.
+    saved = computed - scorer.stats["decoder_tokens"]
+    assert saved == 19 if batch_size == 1 else 0 < saved < 19
+    with pytest.raises(ValueError, match="a row of source 1 cannot resume from the decoder states of source 0"):
+        scorer.score_rows(encoded, [(1, plain[1])], resume=[kept[0].prefix])
+
+
 def test_scorer_directions_and_language_errors(scorer, tiny_bart):
     reverse = scorer.reverse()
     assert (reverse.languages.src_lang, reverse.languages.tgt_lang) == ("de", "en")
@@ -160,7 +192,8 @@ def test_search_runs_fewer_decoder_rows_than_exhaustive_when_bounds_prune():
     search_rows = scorer.stats["decoder_rows"]
     scorer.stats.clear()
     slow = project_examples("insertion?exhaustive=true", [example], scorer=scorer)[0]
-    assert fast.tags == slow.tags and scorer.stats["decoder_rows"] == len(candidate_spans(10, 4)) == 34
+    # the exhaustive search: the unmarked target (for its decoder states), then every candidate
+    assert fast.tags == slow.tags and scorer.stats["decoder_rows"] == 1 + len(candidate_spans(10, 4)) == 35
     assert search_rows < 34 / 2
 
 
@@ -256,8 +289,9 @@ class FakeMarkerScorer:
     sentences_per_batch = 64
     tolerance = 1e-9
 
-    def __init__(self, tables=None, peaked=False, words=None, after=None):
+    def __init__(self, tables=None, peaked=False, words=None, after=None, back=None):
         self.tables = tables or {}
+        self.back = back  # span text -> mean log P(entity | span), the reverse direction (None: the model has none)
         self.peaked = peaked
         self.words, self.after = words or {}, after or {}
         self.stats = __import__("collections").Counter()
@@ -266,6 +300,11 @@ class FakeMarkerScorer:
 
     def marker_vocabulary(self, style):
         return SimpleNamespace(single_token_slots={0, 1}, marker_ids=[1, 2], signatures={})
+
+    def reverse(self):
+        if self.back is None:
+            raise ValueError("fake-marker-model translates one fixed direction")
+        return SimpleNamespace(mean_log_probs=lambda spans, entities: [self.back[span] for span in spans])
 
     def encode_targets(self, texts):
         rows = [[self.ids.setdefault(word, len(self.ids)) for word in text.split()] + [0] for text in texts]
@@ -297,7 +336,7 @@ class FakeMarkerScorer:
         opening, closing = self._table(source, 10)
         return opening[words] if not any(t in (1, 2) for t in prefix) else closing[words]
 
-    def score_rows(self, encoded, rows, gather):
+    def score_rows(self, encoded, rows, gather, keep=False, resume=None):  # keeps no decoder states
         self.stats["decoder_rows"] += len(rows)
         out = []
         for (source, ids), asked in zip(rows, gather, strict=True):
@@ -332,6 +371,51 @@ def test_search_is_exact_where_a_marker_changes_the_probability_of_the_words_aft
               for i, j in candidate_spans(n, max_span_words)}
     best = max(totals, key=totals.get)
     assert _spans(result) == [(*best, "X")]
+
+
+@settings(max_examples=100, deadline=None)
+@given(n=st.integers(1, 6), nbest=st.integers(2, 5), weight=st.sampled_from([0.5, 1.0, 4.0]), data=st.data())
+def test_nbest_placements_are_reranked_by_the_reverse_score(n, nbest, weight, data):
+    """With nbest > 1 the span is the best, by log-probability + weight x reverse score, of the nbest placements
+    of highest log-probability over every candidate (ties: the first), found by the pruned search."""
+    words = [f"t{k}" for k in range(n)]
+    source = "x y"
+    marked = _marked(source, (1, 2, "X"))
+    tables = {marked: ([data.draw(dyadic) for _ in range(n)], [data.draw(dyadic) for _ in range(n + 1)])}
+    spans = candidate_spans(n, 3)
+    back = {" ".join(words[i:j]): data.draw(dyadic) for i, j in spans}
+    scorer = FakeMarkerScorer(tables, words={w: data.draw(dyadic) for w in words}, back=back)
+    (result,) = project_examples(f"insertion?max_span_words=3&nbest={nbest}&reverse_weight={weight}",
+                                 [_example(" ".join(words), source, [(1, 2, "X")])], scorer=scorer)
+    totals = [(scorer.total(marked, " ".join([*words[:i], "__SLOT0__", *words[i:j], "__SLOT0__", *words[j:]])), -c)
+              for c, (i, j) in enumerate(spans)]
+    top = sorted(range(len(spans)), key=lambda c: totals[c], reverse=True)[:nbest]
+    chosen = max(top, key=lambda c: (totals[c][0] + weight * back[" ".join(words[slice(*spans[c])])], -c))
+    assert _spans(result) == [(*spans[chosen], "X")]
+
+
+def test_nbest_reranking_needs_the_reverse_direction_and_fixes_what_the_reverse_score_knows(scorer):
+    source = "I live in Gothenburg"
+    table = {_marked(source, (3, 4, "LOC")): ([-9.0, -3.0, -0.2, -8.0], [-9.0, -9.0, -9.0, -0.6, -0.3])}
+    example = _example("a b c d", source, [(3, 4, "LOC")])
+    assert _spans(project_examples("insertion", [example], scorer=FakeMarkerScorer(table))[0]) == [(2, 4, "LOC")]
+    words = example.target.tokens
+    back = {" ".join(words[i:j]): -5.0 for i, j in candidate_spans(4, 4)}
+    back.update({"c d": -3.0, "c": -0.1})  # the reverse direction reads "c" as Gothenburg, "c d" hardly
+    reranked = FakeMarkerScorer(table, back=back)
+    (result,) = project_examples("insertion?nbest=2", [example], scorer=reranked)
+    assert _spans(result) == [(2, 3, "LOC")]  # -0.2 - 0.6 - 0.1 beats -0.2 - 0.3 - 3.0
+    with pytest.raises(ValueError, match="insertion with nbest=2 reranks placements by the reverse direction: "
+                                         "fake-marker-model translates one fixed direction"):
+        project_examples("insertion?nbest=2", [example], scorer=FakeMarkerScorer(table))
+    with pytest.raises(ValueError, match="nbest must be at least 1"):
+        project_examples("insertion?nbest=0", [example], scorer=FakeMarkerScorer(table))
+    # a real model: the pruned n-best search gives what the exhaustive one gives
+    examples = [_example("Angela Merkel besuchte am Montag Paris .", "Angela Merkel visited Paris on Monday .",
+                         [(0, 2, "PER"), (3, 4, "LOC")]), _example("Ich wohne in Göteborg", source, [(3, 4, "LOC")])]
+    fast, slow = (project_examples(f"insertion?nbest=3{extra}", examples, scorer=scorer)
+                  for extra in ("", "&exhaustive=true"))
+    assert [r.tags for r in fast] == [r.tags for r in slow]
 
 
 def test_the_selection_takes_the_most_probable_marker_placement():

@@ -18,7 +18,7 @@ reference search: one slot at a time); ``"all"`` marks every span of the sentenc
 sentence order, as labeled translation does.
 
 **The search is exact.** Scoring every candidate in full (``exhaustive=True``) costs one decoder
-pass per candidate. The default search returns the same span with far fewer passes:
+row per candidate. The default search returns the same span with far fewer:
 
 * the marked source is encoded once and shared by every pass for that slot; passes of all slots
   and sentences of a batch go through the decoder together;
@@ -27,7 +27,10 @@ pass per candidate. The default search returns the same span with far fewer pass
   including the first token where they differ. Two kinds of cheap probe are used: the unmarked
   target (one per slot: the prefix of every candidate up to its opening marker) and the target with
   only an opening marker before word ``i`` (one per opening position: the prefix of every candidate
-  opening there, up to its closing marker);
+  opening there, up to its closing marker); a probe is decoded only as far as its candidates read it;
+* the unmarked target's decoder states are kept (:class:`~crop_hf.projection.scoring.DecoderPrefix`),
+  and every other row of the slot, the exhaustive search's too, resumes from them at its opening
+  marker: the words before a span are decoded once per slot, not once per candidate;
 * log-probabilities are never positive, so a prefix's log-probability **bounds** every sequence
   that extends it. The search is best-first: candidates are taken in order of their bound, ``width``
   per slot per batched round (doubling each round once one is fully scored), each getting the next
@@ -50,6 +53,17 @@ slots and sentences). Slots whose best spans overlap are resolved by score: in o
 slot takes its span if it is free; a slot whose span was taken searches again among the free spans
 (``conflict`` when none is left). A span scoring under ``min_score`` is left out with status
 ``below_threshold``.
+
+**Reranking by the reverse direction** (CODEC's last step). A small model may find a wrong
+placement most probable, often a word it cannot translate. With ``nbest`` > 1 the search returns
+each slot's ``nbest`` most probable placements, exactly as it returns the best one, and the slot
+takes the placement of highest
+
+    score(i, j) + reverse_weight x mean log P(entity words | target words i..j)
+
+read from the same model's target→source direction (one decoder pass per placement, batched). The
+model must translate both ways (``bench_marker_mt.py --both_directions``); one that cannot is an
+error before any work.
 
 Statuses: ``projected`` (placed; the entity's ``match`` is ``"insertion"``), ``below_threshold``,
 ``conflict``, ``empty_target`` (the target has no tokens) and ``too_many_spans``
@@ -138,8 +152,37 @@ def check_marker_tokens(scorer: TranslationScorer, style: MarkerStyle) -> int:
 
 
 def check_insertion(options: Any, scorer: TranslationScorer) -> None:
-    """Insertion's check of a scorer before any work: the model must have ``options.marker_style``'s marker tokens."""
+    """Insertion's check of a scorer before any work: the model must have ``options.marker_style``'s marker tokens,
+    and the target→source direction when ``options.nbest`` > 1."""
     check_marker_tokens(scorer, get_marker_style(options.marker_style))
+    _check_reverse(options, scorer)
+
+
+def _check_reverse(options: Any, scorer: TranslationScorer) -> None:
+    if options.nbest > 1:
+        try:
+            scorer.reverse()
+        except ValueError as error:
+            raise ValueError(f"insertion with nbest={options.nbest} reranks placements by the reverse direction: "
+                             f"{error}") from None
+
+
+def _reverse_scores(slots: Sequence[_Slot], examples: Sequence[Any], scorer: TranslationScorer) -> None:
+    """Each slot's ``nbest`` placements not yet scored the other way: mean log P(entity | span), batched."""
+    asked = []
+    for slot in slots:
+        example = examples[slot.example]
+        text, offsets = target_text(example.target)
+        span = Span(*example.source_spans[slot.span])
+        entity = " ".join(example.source_tokens[span.start:span.end])
+        for c in slot.ranked()[:slot.nbest]:
+            if c not in slot.reverse:
+                i, j = slot.candidates[c]
+                asked.append((slot, c, text[offsets[i][0]:offsets[j - 1][1]], entity))
+    if asked:
+        values = scorer.reverse().mean_log_probs([item[2] for item in asked], [item[3] for item in asked])
+        for (slot, c, _, _), value in zip(asked, values, strict=True):
+            slot.reverse[c] = value
 
 
 @dataclass
@@ -160,25 +203,37 @@ class _Slot:
     allowed: list[bool] = field(default_factory=list)
     ran: set = field(default_factory=set)
     rounds: int = 0
+    prefix: Any = None  # the unmarked target's decoder states, which every other row of the slot resumes from
+    nbest: int = 1  # the search ends once this many are fully scored and beat every other bound
+    reverse: dict = field(default_factory=dict)  # candidate -> mean log P(entity | its span), when reranking
 
     def __post_init__(self) -> None:
         count = len(self.candidates)
         self.bound, self.exact, self.score, self.allowed = [0.0] * count, [None] * count, [None] * count, [True] * count
 
+    def ranked(self) -> list[int]:
+        """The allowed, fully scored candidates, highest score first (ties: the first candidate)."""
+        return sorted((c for c, value in enumerate(self.exact) if value is not None and self.allowed[c]),
+                      key=lambda c: (-self.exact[c], c))
+
     def best(self) -> int | None:
         """The allowed, fully scored candidate of highest score (ties: the first)."""
-        best = None
-        for c, value in enumerate(self.exact):
-            if value is not None and self.allowed[c] and (best is None or value > self.exact[best]):
-                best = c
-        return best
+        ranked = self.ranked()
+        return ranked[0] if ranked else None
 
     def live(self, slack: float) -> list[int]:
-        """Allowed candidates not fully scored whose bound does not rule them out."""
-        best = self.best()
-        floor = -math.inf if best is None else self.exact[best] - slack
+        """Allowed candidates not fully scored whose bound does not rule them out of the ``nbest`` best."""
+        ranked = self.ranked()
+        floor = -math.inf if len(ranked) < self.nbest else self.exact[ranked[self.nbest - 1]] - slack
         return [c for c, value in enumerate(self.exact)
                 if value is None and self.allowed[c] and self.bound[c] >= floor]
+
+    def choice(self, weight: float) -> int | None:
+        """The best candidate; with reverse scores, the best of the ``nbest`` by log-probability + weight x reverse."""
+        top = self.ranked()[:self.nbest]
+        if len(top) < 2:
+            return top[0] if top else None
+        return max(top, key=lambda c: (self.exact[c] + weight * self.reverse[c], -c))
 
     def next_probe(self, c: int, live: Sequence[int], exhaustive: bool) -> tuple:
         """What to run next for candidate ``c``: the unmarked target, its opening probe, or its own full pass.
@@ -186,10 +241,10 @@ class _Slot:
         An opening probe is run only while it can bound at least two live candidates (else the
         candidate's own pass costs the same and says more).
         """
-        if exhaustive:
-            return ("full", c)
         if ("plain",) not in self.ran:
             return ("plain",)
+        if exhaustive:
+            return ("full", c)
         opening = self.candidates[c][0]
         if ("open", opening) not in self.ran and sum(self.candidates[d][0] == opening for d in live) > 1:
             return ("open", opening)
@@ -226,7 +281,7 @@ def _search(slots: Sequence[_Slot], scorer: TranslationScorer, encoded: Any, *, 
                 requests.setdefault((id(slot), slot.next_probe(c, live, exhaustive)), slot)
         if not requests:
             return
-        rows, gathers, plans = [], [], []
+        rows, gathers, plans, resume = [], [], [], []
         for (_, key), slot in requests.items():
             sequence, informed = slot.probe(key)
             plan, gather = [], []
@@ -237,11 +292,18 @@ def _search(slots: Sequence[_Slot], scorer: TranslationScorer, encoded: Any, *, 
                 plan.append((c, shared, len(gather) if asks else None))
                 if asks:
                     gather.append((shared, candidate[shared]))
-            rows.append((slot.source, sequence))
+            # a probe is read only up to where its candidates leave it: decode no further
+            cut = max(shared + 1 for _, shared, _ in plan) if key[0] != "full" else len(sequence)
+            rows.append((slot.source, sequence[:cut]))
             gathers.append(gather)
+            resume.append(slot.prefix if key != ("plain",) else None)
             plans.append((slot, key, sequence, plan))
-        for (slot, key, sequence, plan), scores in zip(plans, scorer.score_rows(encoded, rows, gathers), strict=True):
+        keep = [key == ("plain",) for _, key, _, _ in plans]
+        scored = _score(scorer, encoded, rows, gathers, keep, resume)
+        for (slot, key, sequence, plan), scores in zip(plans, scored, strict=True):
             slot.ran.add(key)
+            if key == ("plain",):
+                slot.prefix = scores.prefix
             prefix = [0.0]
             for t, value in enumerate(scores.log_probs):
                 prefix.append(prefix[-1] + (value if t >= scores.skip else 0.0))
@@ -253,6 +315,20 @@ def _search(slots: Sequence[_Slot], scorer: TranslationScorer, encoded: Any, *, 
                 bound = prefix[shared] + (scores.gathered[asked] if asked is not None and shared >= scores.skip else 0.0)
                 slot.bound[c] = min(slot.bound[c], bound)
         active = still
+
+
+def _score(scorer: TranslationScorer, encoded: Any, rows: list, gathers: list, keep: list[bool],
+           resume: list) -> list:
+    """Score the unmarked-target probes keeping their decoder states, and every other row resuming from its slot's."""
+    kept = [r for r, value in enumerate(keep) if value]
+    rest = [r for r, value in enumerate(keep) if not value]
+    out: list = [None] * len(rows)
+    for members, options in ((kept, {"keep": True}), (rest, {"resume": [resume[r] for r in rest]})):
+        if members:
+            scored = scorer.score_rows(encoded, [rows[r] for r in members], [gathers[r] for r in members], **options)
+            for r, scores in zip(members, scored, strict=True):
+                out[r] = scores
+    return out
 
 
 def _shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -287,10 +363,12 @@ def project_insertion(examples: Sequence[Any], options: Any, scorer: Translation
     contains a marker.
     """
     require_scorer(scorer, "insertion")
-    if options.max_span_words < 1 or options.width < 1:
-        raise ValueError(f"max_span_words and width must be at least 1, got {options.max_span_words}, {options.width}")
+    if options.max_span_words < 1 or options.width < 1 or options.nbest < 1:
+        raise ValueError(f"max_span_words, width and nbest must be at least 1, got {options.max_span_words}, "
+                         f"{options.width}, {options.nbest}")
     style = get_marker_style(options.marker_style)
     available = check_marker_tokens(scorer, style)
+    _check_reverse(options, scorer)
     results: list[ProjectionResult] = []
     for begin in range(0, len(examples), scorer.sentences_per_batch):
         results += _project_batch(examples[begin:begin + scorer.sentences_per_batch], begin, options, style,
@@ -349,7 +427,7 @@ def _project_batch(examples: Sequence[Any], offset: int, options: Any, style: Ma
         candidates = candidate_spans(len(examples[k].target.tokens), options.max_span_words)
         slots.append(_Slot(k, s, sources[source], candidates, [ids[("full", c)] for c in range(len(candidates))],
                            ids[("plain",)], {key[1]: value for key, value in ids.items() if key[0] == "open"},
-                           marker_ids))
+                           marker_ids, nbest=options.nbest))
     slack = scorer.tolerance
 
     placed: dict[int, list[tuple[int, int, int, float]]] = {k: [] for k in range(len(examples))}  # (i, j, span, score)
@@ -360,9 +438,11 @@ def _project_batch(examples: Sequence[Any], offset: int, options: Any, style: Ma
             taken = placed[slot.example]
             slot.allowed = [not any(i < b and a < j for a, b, _, _ in taken) for i, j in slot.candidates]
         _search(pending, scorer, encoded, width=options.width, exhaustive=options.exhaustive, slack=slack)
+        if options.nbest > 1:
+            _reverse_scores(pending, examples, scorer)
         ranked = []
         for slot in pending:
-            best = slot.best()
+            best = slot.choice(options.reverse_weight)
             if best is None:
                 status[(slot.example, slot.span)] = CONFLICT
             else:

@@ -212,6 +212,13 @@ class InsertionOptions(ProjectionOptions):
     width: int = field(default=1, metadata={
         "help": "Candidates per slot taken into each batched round of the search, doubling once one is fully "
                 "scored (speed only, never the result)."})
+    nbest: int = field(default=1, metadata={
+        "help": "How many of a slot's most probable placements are reranked by the reverse translation "
+                "probability of the entity given the span (CODEC's reranking; 1: none). Needs the model's "
+                "target→source direction."})
+    reverse_weight: float = field(default=1.0, metadata={
+        "help": "Weight of the reverse score (mean log-probability per entity token) added to a placement's "
+                "log-probability when nbest > 1."})
 
 
 @dataclass
