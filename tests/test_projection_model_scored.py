@@ -536,6 +536,9 @@ def test_the_methods_are_registered_with_typed_options_and_the_scorer_flag():
     _, options = method_options("insertion?max_span_words=3&min_score=0.25&source_markers=all&exhaustive=true")
     assert isinstance(options, InsertionOptions) and options.drop_incomplete is True
     assert (options.max_span_words, options.min_score, options.source_markers, options.exhaustive) == (3, 0.25, "all", True)
+    assert (options.nbest, options.reverse_weight) == (1, 1.0)  # no reranking unless asked
+    _, options = method_options("insertion?nbest=10&reverse_weight=4")
+    assert (options.nbest, options.reverse_weight) == (10, 4.0) and isinstance(options.nbest, int)
     _, options = method_options("rerank?candidates=ngrams")
     assert isinstance(options, RerankOptions) and options.candidates == "ngrams" and options.drop_incomplete is False
     _, options = method_options("hybrid_rerank?margin=0.3&threshold=80")
