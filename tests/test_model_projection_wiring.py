@@ -73,7 +73,8 @@ def _examples(inputs):
 # --------------------------------------------------------------------------- the projection pipeline
 
 
-@pytest.mark.parametrize("method", ["insertion", "insertion?source_markers=all&max_span_words=2", "rerank"])
+@pytest.mark.parametrize("method", ["insertion", "insertion?source_markers=all&max_span_words=2", "insertion?nbest=3&reverse_weight=2",
+                                    "rerank"])
 def test_the_pipeline_with_a_scorer_gives_the_spans_project_examples_gives(tiny_m2m100, scorer, method):
     from transformers import pipeline
 
