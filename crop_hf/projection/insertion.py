@@ -86,7 +86,7 @@ from typing import Any
 from crop_hf.labels import Span
 from crop_hf.markers import MarkerStyle, get_marker_style
 from crop_hf.projection.result import EntityStatus, ProjectedEntity, ProjectionResult
-from crop_hf.projection.scoring import TranslationScorer, require_scorer
+from crop_hf.projection.scoring import TranslationScorer, require_scorer, shared_prefix
 from crop_hf.projection.target import TargetSentence, uses_characters
 
 __all__ = ["candidate_spans", "check_insertion", "check_marker_tokens", "mark_target", "project_insertion"]
@@ -287,7 +287,7 @@ def _search(slots: Sequence[_Slot], scorer: TranslationScorer, encoded: Any, *, 
             plan, gather = [], []
             for c in informed:
                 candidate = slot.sequences[c]
-                shared = _shared_prefix(sequence, candidate)
+                shared = shared_prefix(sequence, candidate)
                 asks = shared < len(sequence) and shared < len(candidate)
                 plan.append((c, shared, len(gather) if asks else None))
                 if asks:
@@ -329,14 +329,6 @@ def _score(scorer: TranslationScorer, encoded: Any, rows: list, gathers: list, k
             for r, scores in zip(members, scored, strict=True):
                 out[r] = scores
     return out
-
-
-def _shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many leading tokens ``a`` and ``b`` share."""
-    shared, most = 0, min(len(a), len(b))
-    while shared < most and a[shared] == b[shared]:
-        shared += 1
-    return shared
 
 
 def _marker_score(log_probs: Sequence[float], sequence: Sequence[int], marker_ids: frozenset[int], skip: int) -> float:

@@ -413,8 +413,13 @@ def _resumed_length(source: int, ids: Sequence[int], gather: Sequence[tuple[int,
         return 0
     if prefix.source != source:
         raise ValueError(f"a row of source {source} cannot resume from the decoder states of source {prefix.source}")
-    shared, most = 0, min(len(ids) - 1, len(prefix.labels), *(position for position, _ in gather))
-    while shared < most and ids[shared] == prefix.labels[shared]:
+    return min(shared_prefix(ids, prefix.labels), len(ids) - 1, *(position for position, _ in gather))
+
+
+def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
+    shared, most = 0, min(len(a), len(b))
+    while shared < most and a[shared] == b[shared]:
         shared += 1
     return shared
 
