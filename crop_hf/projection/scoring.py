@@ -36,6 +36,7 @@ Nothing here imports torch or transformers until a scorer is built.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter
 from collections.abc import Sequence
@@ -359,20 +360,20 @@ class TranslationScorer:
             scores.append(RowScores(log_probs, values[cursor:cursor + len(wanted)], self.skip(ids)))
             cursor += len(wanted)
             if kept is not None:
-                length = states[row].shape[0]
+                source_length = states[row].shape[0]
                 scores[-1].prefix = DecoderPrefix(source, tuple(ids), log_probs,
                                                   [(keys[row, :, :len(ids)], vals[row, :, :len(ids)])
                                                    for keys, vals in kept[0]],
-                                                  [(keys[row, :, :length], vals[row, :, :length])
+                                                  [(keys[row, :, :source_length], vals[row, :, :source_length])
                                                    for keys, vals in kept[1]])
         self.stats["decoder_calls"] += 1
         self.stats["decoder_rows"] += len(rows)
         self.stats["decoder_tokens"] += int(target_mask[:, start:].sum())
         return scores
 
-    @property
+    @functools.cached_property
     def _cache_argument(self) -> str:
-        """The model's keyword for decoder states to resume from (``cache`` in newer transformers)."""
+        """The model's keyword for decoder states to resume from (``cache`` in newer transformers), read once."""
         import inspect
 
         return "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
