@@ -528,7 +528,8 @@ class MemoScorer(TranslationScorer):
             return self
         return MemoScorer.over(self, src_lang, tgt_lang, self.memo)
 
-    def mean_log_probs(self, sources, targets) -> list[float]:
+    def mean_log_probs(self, sources, targets, *, encoded=None) -> list[float]:
+        """Memoized; ``encoded`` is not read (the pairs not yet memoized are encoded again)."""
         key = (self.languages.src_lang, self.languages.tgt_lang)
         pairs = list(zip(sources, targets, strict=True))
         todo = [pair for pair in dict.fromkeys(pairs) if (key, pair) not in self.memo]

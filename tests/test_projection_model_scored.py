@@ -76,6 +76,35 @@ def test_batched_scores_equal_one_at_a_time_scores_and_leave_out_the_forced_lang
         assert total == pytest.approx(sum(row), abs=1e-5) and mean == pytest.approx(sum(row) / len(row), abs=1e-5)
 
 
+def test_targets_that_begin_a_longer_target_of_their_source_are_read_from_its_row(scorer):
+    """Reranking's candidate n-grams: "Göteborg" and "Göteborg ist" are read from the row of the longest n-gram of
+    the same source (fewer decoder rows), with the scores each gets alone; another source's target is its own row."""
+    sources = ["Gothenburg"] * 4 + ["Volvo", "Gothenburg"]
+    targets = ["Göteborg ist eine", "Göteborg", "Göteborg ist", "ist", "Göteborg", "Göteborg"]
+    scorer.stats.clear()
+    together = scorer.token_log_probs(sources, targets)
+    assert scorer.stats["decoder_rows"] == 3  # "Göteborg ist eine" and "ist" for Gothenburg, "Göteborg" for Volvo
+    for row, source, target in zip(together, sources, targets, strict=True):
+        assert row == pytest.approx(scorer.token_log_probs([source], [target])[0], abs=1e-5)
+    assert together[1] == together[5] and together[1] != together[4]
+
+
+def test_directions_from_one_language_share_its_encoder_outputs_and_others_are_refused(scorer):
+    candidates = ["Göteborg", "in Göteborg"]
+    reverse, target_copy = scorer.reverse(), scorer.direction("de", "de")
+    encoded = reverse.encode_sources(candidates)
+    assert (encoded.src_lang, encoded.prefix) == ("de", "")
+    for direction, targets in ((reverse, ["Gothenburg", "Gothenburg"]), (target_copy, candidates)):
+        scorer.stats.clear()
+        shared = direction.mean_log_probs(candidates, targets, encoded=encoded)
+        assert scorer.stats["encoder_rows"] == 0
+        assert shared == pytest.approx(direction.mean_log_probs(candidates, targets), abs=1e-5)
+    with pytest.raises(ValueError, match="sources encoded as 'de' .* cannot be scored as 'en'"):
+        scorer.mean_log_probs(candidates, candidates, encoded=encoded)
+    with pytest.raises(ValueError, match="1 sources were not encoded, e.g. 'Paris'"):
+        reverse.mean_log_probs(["Paris"], ["Paris"], encoded=encoded)
+
+
 def test_a_gathered_token_is_the_log_probability_the_sequence_with_that_token_gets(scorer):
     """One pass over a sequence scores every sequence sharing its prefix, one token past it (what bounds rest on)."""
     encoded = scorer.encode_sources(["I live in __SLOT0__ Gothenburg __SLOT0__ ."])
@@ -466,8 +495,13 @@ class FakePlainScorer:
     def reverse(self):
         return self.direction(self.languages.tgt_lang, self.languages.src_lang)
 
-    def mean_log_probs(self, sources, targets):
+    def encode_sources(self, texts):
+        return SimpleNamespace(texts=list(texts), src_lang=self.languages.src_lang)
+
+    def mean_log_probs(self, sources, targets, encoded=None):
         src, tgt = self.languages.src_lang, self.languages.tgt_lang
+        # reranking encodes each language's texts once and hands them to both directions from that language
+        assert encoded is not None and encoded.src_lang == src and set(sources) <= set(encoded.texts)
         if src == tgt:
             return [math.log(0.5)] * len(sources)
         pairs = zip(sources, targets, strict=True) if src == "en" else zip(targets, sources, strict=True)

@@ -78,16 +78,19 @@ def check_rerank(options: Any, scorer: TranslationScorer) -> None:
 def symmetric_scores(scorer: TranslationScorer, pairs: Sequence[tuple[str, str]]) -> list[float]:
     """T-Projection's ``s(e, c)`` of each ``(source entity text, target candidate text)`` pair (module docstring).
 
-    Each distinct pair, entity and candidate is scored once; all of them are batched.
+    Each distinct pair, entity and candidate is scored once, each text encoded once; all of them are batched.
     """
     forward, reverse, source_copy, target_copy = directions(scorer)
     unique = list(dict.fromkeys(pairs))
     entities = list(dict.fromkeys(e for e, _ in unique))
     candidates = list(dict.fromkeys(c for _, c in unique))
-    c_given_e = forward.mean_log_probs([e for e, _ in unique], [c for _, c in unique])
-    e_given_c = reverse.mean_log_probs([c for _, c in unique], [e for e, _ in unique])
-    e_given_e = dict(zip(entities, source_copy.mean_log_probs(entities, entities), strict=True))
-    c_given_c = dict(zip(candidates, target_copy.mean_log_probs(candidates, candidates), strict=True))
+    # each language's texts are encoded once: the two directions from a language read the same encoder outputs
+    from_source, from_target = forward.encode_sources(entities), reverse.encode_sources(candidates)
+    c_given_e = forward.mean_log_probs([e for e, _ in unique], [c for _, c in unique], encoded=from_source)
+    e_given_c = reverse.mean_log_probs([c for _, c in unique], [e for e, _ in unique], encoded=from_target)
+    e_given_e = dict(zip(entities, source_copy.mean_log_probs(entities, entities, encoded=from_source), strict=True))
+    c_given_c = dict(zip(candidates, target_copy.mean_log_probs(candidates, candidates, encoded=from_target),
+                         strict=True))
     score = {pair: 0.5 * (math.exp(ec - e_given_e[pair[0]]) + math.exp(ce - c_given_c[pair[1]]))
              for pair, ce, ec in zip(unique, c_given_e, e_given_c, strict=True)}
     return [score[pair] for pair in pairs]

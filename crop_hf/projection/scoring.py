@@ -69,10 +69,17 @@ def require_scorer(scorer: Any, method: str) -> None:
 
 @dataclass
 class EncodedSources:
-    """Encoder outputs of some source texts, one ``[length, hidden]`` tensor each (padding removed)."""
+    """Encoder outputs of some source texts, one ``[length, hidden]`` tensor each (padding removed).
+
+    ``src_lang`` is the language they were encoded as and ``prefix`` the text put before each (a
+    MarianMT ``>>deu<<``): every direction with both the same reads the same encoder outputs
+    (reranking shares them between ``e|c`` and ``c|c``).
+    """
 
     texts: list[str]
     states: list[Any]  # torch.Tensor each
+    src_lang: str | None = None
+    prefix: str = ""
 
     def __len__(self) -> int:
         return len(self.states)
@@ -268,7 +275,7 @@ class TranslationScorer:
                 for row, k in enumerate(chunk):
                     states[k] = hidden[row, :lengths[row]]
                 self.stats["encoder_rows"] += len(chunk)
-        return EncodedSources(texts, states)
+        return EncodedSources(texts, states, self.languages.src_lang, self.languages.prefix)
 
     def score_rows(self, encoded: EncodedSources, rows: Sequence[tuple[int, Sequence[int]]],
                    gather: Sequence[Sequence[tuple[int, int]]] | None = None, *, keep: bool = False,
@@ -380,26 +387,65 @@ class TranslationScorer:
 
     # -- scores of text pairs -------------------------------------------------------------------
 
-    def _pairs(self, sources: Sequence[str], targets: Sequence[str]) -> list[RowScores]:
+    def _pairs(self, sources: Sequence[str], targets: Sequence[str], encoded: EncodedSources | None) -> list[RowScores]:
         if len(sources) != len(targets):
             raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
-        unique = list(dict.fromkeys(sources))
-        position = {text: k for k, text in enumerate(unique)}
-        encoded = self.encode_sources(unique)
-        labels = self.encode_targets(targets)
-        return self.score_rows(encoded, [(position[source], ids) for source, ids in zip(sources, labels, strict=True)])
+        if encoded is None:
+            encoded = self.encode_sources(list(dict.fromkeys(sources)))
+        elif (encoded.src_lang, encoded.prefix) != (self.languages.src_lang, self.languages.prefix):
+            raise ValueError(f"sources encoded as {encoded.src_lang!r} (prefix {encoded.prefix!r}) cannot be scored "
+                             f"as {self.languages.src_lang!r} (prefix {self.languages.prefix!r})")
+        position = {text: k for k, text in enumerate(encoded.texts)}
+        missing = [text for text in dict.fromkeys(sources) if text not in position]
+        if missing:
+            raise ValueError(f"{len(missing)} sources were not encoded, e.g. {missing[0]!r}")
+        wanted = [(position[source], tuple(ids))
+                  for source, ids in zip(sources, self.encode_targets(targets), strict=True)]
+        # A target that, but for its </s>, begins a longer target of the same source is read from that row: its
+        # tokens' log-probabilities, and </s>'s gathered where the longer row goes on (reranking's candidate
+        # n-grams from one word are read from the longest: about a third of their decoder tokens)
+        hosts: list[tuple[int, tuple[int, ...]]] = []
+        of_source: dict[int, list[int]] = {}
+        asks: list[list[tuple[int, int]]] = []
+        read_from: dict[tuple, tuple[int, int | None]] = {}  # row -> (host, index of its gathered </s>)
+        for row in sorted(dict.fromkeys(wanted), key=lambda row: -len(row[1])):
+            source, ids = row
+            host = next((h for h in of_source.get(source, ()) if hosts[h][1][:len(ids) - 1] == ids[:-1]), None)
+            if host is None:
+                of_source.setdefault(source, []).append(len(hosts))
+                read_from[row] = (len(hosts), None)
+                hosts.append(row)
+                asks.append([])
+            else:
+                read_from[row] = (host, len(asks[host]))
+                asks[host].append((len(ids) - 1, ids[-1]))
+        scored = self.score_rows(encoded, hosts, asks)
+        out = []
+        for row in wanted:
+            host, asked = read_from[row]
+            scores = scored[host]
+            out.append(scores if asked is None else
+                       RowScores([*scores.log_probs[:len(row[1]) - 1], scores.gathered[asked]], [], scores.skip))
+        return out
 
-    def token_log_probs(self, sources: Sequence[str], targets: Sequence[str]) -> list[list[float]]:
-        """Per pair, the log-probability of each target token (the forced language token left out, ``</s>`` in)."""
-        return [row.log_probs[row.skip:] for row in self._pairs(sources, targets)]
+    def token_log_probs(self, sources: Sequence[str], targets: Sequence[str], *,
+                        encoded: EncodedSources | None = None) -> list[list[float]]:
+        """Per pair, the log-probability of each target token (the forced language token left out, ``</s>`` in).
 
-    def sequence_log_probs(self, sources: Sequence[str], targets: Sequence[str]) -> list[float]:
+        ``encoded``: the sources' encoder outputs from :meth:`encode_sources` of any direction from this
+        source language, to share one encoder pass between directions (default: encode them here).
+        """
+        return [row.log_probs[row.skip:] for row in self._pairs(sources, targets, encoded)]
+
+    def sequence_log_probs(self, sources: Sequence[str], targets: Sequence[str], *,
+                           encoded: EncodedSources | None = None) -> list[float]:
         """Per pair, ``log P(target | source)``: the sum of :meth:`token_log_probs`."""
-        return [row.total for row in self._pairs(sources, targets)]
+        return [row.total for row in self._pairs(sources, targets, encoded)]
 
-    def mean_log_probs(self, sources: Sequence[str], targets: Sequence[str]) -> list[float]:
+    def mean_log_probs(self, sources: Sequence[str], targets: Sequence[str], *,
+                       encoded: EncodedSources | None = None) -> list[float]:
         """Per pair, the mean token log-probability: the log of T-Projection's per-token geometric-mean ``P(y|x)``."""
-        return [row.total / max(1, len(row.log_probs) - row.skip) for row in self._pairs(sources, targets)]
+        return [row.total / max(1, len(row.log_probs) - row.skip) for row in self._pairs(sources, targets, encoded)]
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.name!r}, {self.languages.src_lang}→{self.languages.tgt_lang}, "
