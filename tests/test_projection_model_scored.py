@@ -402,6 +402,64 @@ def test_search_is_exact_where_a_marker_changes_the_probability_of_the_words_aft
     assert _spans(result) == [(*best, "X")]
 
 
+def _windowed_total(scorer, source, marked_ids, plain_ids, tail_tokens):
+    """tail_tokens' objective, computed apart from the search: the marked target's tokens, except that the common
+    ending with the unmarked target past its first tail_tokens tokens is read from the unmarked target."""
+    common = 0
+    while common < min(len(marked_ids), len(plain_ids)) and marked_ids[-1 - common] == plain_ids[-1 - common]:
+        common += 1
+    tail = max(0, common - tail_tokens)
+    return (sum(scorer._log_prob(source, marked_ids[:t], marked_ids[t]) for t in range(len(marked_ids) - tail))
+            + sum(scorer._log_prob(source, plain_ids[:t], plain_ids[t])
+                  for t in range(len(plain_ids) - tail, len(plain_ids))))
+
+
+@settings(max_examples=120, deadline=None)
+@given(n=st.integers(1, 7), tail_tokens=st.integers(0, 3), width=st.sampled_from([1, 4]), data=st.data())
+def test_tail_tokens_search_is_exact_for_its_objective(n, tail_tokens, width, data):
+    """With tail_tokens the search returns the best span under that objective (the unmarked target's probability
+    for the common ending past the window), computed here apart; exhaustive enumeration agrees."""
+    words = [f"t{k}" for k in range(n)]
+    source = "x y"
+    marked = _marked(source, (1, 2, "X"))
+    tables = {marked: ([data.draw(dyadic) for _ in range(n)], [data.draw(dyadic) for _ in range(n + 1)])}
+    scorer = FakeMarkerScorer(tables, words={w: data.draw(dyadic) for w in words},
+                              after={w: data.draw(dyadic) for w in words})
+    example = _example(" ".join(words), source, [(1, 2, "X")])
+    fast, slow = (project_examples(f"insertion?tail_tokens={tail_tokens}&width={width}{extra}", [example],
+                                   scorer=scorer)[0] for extra in ("", "&exhaustive=true"))
+    (plain,) = scorer.encode_targets([" ".join(words)])
+    totals = {}
+    for i, j in candidate_spans(n, 4):
+        (ids,) = scorer.encode_targets([" ".join([*words[:i], "__SLOT0__", *words[i:j], "__SLOT0__", *words[j:]])])
+        totals[(i, j)] = _windowed_total(scorer, marked, ids, plain, tail_tokens)
+    best = max(totals, key=totals.get)
+    assert _spans(fast) == _spans(slow) == [(*best, "X")]
+    if tail_tokens >= 1:  # this model's markers change only the next word's cost: one token of window is exact
+        exact = project_examples("insertion", [example], scorer=scorer)[0]
+        assert _spans(fast) == _spans(exact)
+
+
+def test_tail_tokens_decodes_fewer_tokens_and_keeps_real_models_search_exact(scorer, sharp):
+    examples = [_example("Angela Merkel besuchte am Montag Paris .", "Angela Merkel visited Paris on Monday .",
+                         [(0, 2, "PER"), (3, 4, "LOC")]), _example("Ich wohne in Göteborg", "I live in Gothenburg",
+                                                                    [(3, 4, "LOC")])]
+    tokens = {}
+    for spec in ("insertion?exhaustive=true", "insertion?exhaustive=true&tail_tokens=1", "insertion?tail_tokens=1"):
+        sharp.stats.clear()
+        tokens[spec] = (project_examples(spec, examples, scorer=sharp), sharp.stats["decoder_tokens"])
+    assert [r.tags for r in tokens["insertion?tail_tokens=1"][0]] == \
+        [r.tags for r in tokens["insertion?exhaustive=true&tail_tokens=1"][0]]
+    # the window leaves out most of each candidate's tokens after its closing marker
+    assert tokens["insertion?exhaustive=true&tail_tokens=1"][1] < 0.8 * tokens["insertion?exhaustive=true"][1]
+    # a window past every candidate's ending is the exact objective: the same spans and scores
+    exact, wide = (project_examples(spec, examples, scorer=scorer) for spec in ("insertion", "insertion?tail_tokens=99"))
+    assert [r.tags for r in exact] == [r.tags for r in wide]
+    assert [e.score for r in exact for e in r.entities] == pytest.approx([e.score for r in wide for e in r.entities])
+    with pytest.raises(ValueError, match="tail_tokens must be none or at least 0, got -1"):
+        project_examples("insertion?tail_tokens=-1", examples, scorer=scorer)
+
+
 @settings(max_examples=100, deadline=None)
 @given(n=st.integers(1, 6), nbest=st.integers(2, 5), weight=st.sampled_from([0.5, 1.0, 4.0]), data=st.data())
 def test_nbest_placements_are_reranked_by_the_reverse_score(n, nbest, weight, data):

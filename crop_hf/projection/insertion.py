@@ -47,6 +47,17 @@ marker a low probability, so most candidates fall below the best one's score aft
 exhaustive search, 5.4x fewer decoder tokens, the same spans); under a random model nothing is
 pruned and the probes cost about a third more than the exhaustive search.
 
+**A shorter objective, for speed** (``tail_tokens``; default none, the exact objective above). The
+tokens after a span's closing marker make up most of what the search decodes, and no exact search
+can share them: they depend on where both markers are. With ``tail_tokens=k`` a candidate's marked
+target is decoded only ``k`` tokens into the ending it shares with the unmarked target; the rest of
+that ending is scored as in the unmarked target (decoded once per slot). The search is exact for
+that objective (exhaustive enumeration with the same ``tail_tokens`` agrees), but the objective is
+not the model's probability of the marked target: the unmarked target's tail is scored where the
+model still expects markers. On Multi30k val (a small caption model) ``tail_tokens=2`` decodes 3.2x
+fewer tokens and loses 6.8 points of slot accuracy (1.3 with ``nbest=10``); the benchmark page
+has every window.
+
 **One sentence's spans never overlap.** Each slot's best span carries its **score**, the model's
 geometric-mean probability of the two markers' tokens in that position (0-1, comparable across
 slots and sentences). Slots whose best spans overlap are resolved by score: in order of score each
@@ -206,10 +217,21 @@ class _Slot:
     prefix: Any = None  # the unmarked target's decoder states, which every other row of the slot resumes from
     nbest: int = 1  # the search ends once this many are fully scored and beat every other bound
     reverse: dict = field(default_factory=dict)  # candidate -> mean log P(entity | its span), when reranking
+    tails: list[int] = field(default_factory=list)  # per candidate: final tokens read from the unmarked target
+    tail_value: list[float] = field(default_factory=list)  # their log-probability there, once it is scored
 
     def __post_init__(self) -> None:
         count = len(self.candidates)
         self.bound, self.exact, self.score, self.allowed = [0.0] * count, [None] * count, [None] * count, [True] * count
+        self.tails = self.tails or [0] * count
+        self.tail_value = [0.0] * count
+
+    def read_tails(self, log_probs: Sequence[float]) -> None:
+        """Each candidate's tail value: the unmarked target's log-probability of its last ``tails[c]`` tokens."""
+        suffix = [0.0]
+        for value in reversed(log_probs):
+            suffix.append(suffix[-1] + value)
+        self.tail_value = [suffix[tail] for tail in self.tails]
 
     def ranked(self) -> list[int]:
         """The allowed, fully scored candidates, highest score first (ties: the first candidate)."""
@@ -292,8 +314,11 @@ def _search(slots: Sequence[_Slot], scorer: TranslationScorer, encoded: Any, *, 
                 plan.append((c, shared, len(gather) if asks else None))
                 if asks:
                     gather.append((shared, candidate[shared]))
-            # a probe is read only up to where its candidates leave it: decode no further
+            # a probe is read only up to where its candidates leave it (the unmarked target to its end where
+            # candidates read their tails from it): decode no further
             cut = max(shared + 1 for _, shared, _ in plan) if key[0] != "full" else len(sequence)
+            if key == ("plain",) and any(slot.tails):
+                cut = len(sequence)
             rows.append((slot.source, sequence[:cut]))
             gathers.append(gather)
             resume.append(slot.prefix if key != ("plain",) else None)
@@ -304,16 +329,17 @@ def _search(slots: Sequence[_Slot], scorer: TranslationScorer, encoded: Any, *, 
             slot.ran.add(key)
             if key == ("plain",):
                 slot.prefix = scores.prefix
+                slot.read_tails(scores.log_probs[scores.skip:])
             prefix = [0.0]
             for t, value in enumerate(scores.log_probs):
                 prefix.append(prefix[-1] + (value if t >= scores.skip else 0.0))
             for c, shared, asked in plan:
                 if shared == len(sequence) == len(slot.sequences[c]):
-                    slot.exact[c] = slot.bound[c] = prefix[-1]
+                    slot.exact[c] = slot.bound[c] = prefix[-1] + slot.tail_value[c]
                     slot.score[c] = _marker_score(scores.log_probs, sequence, slot.marker_ids, scores.skip)
                     continue
                 bound = prefix[shared] + (scores.gathered[asked] if asked is not None and shared >= scores.skip else 0.0)
-                slot.bound[c] = min(slot.bound[c], bound)
+                slot.bound[c] = min(slot.bound[c], bound + slot.tail_value[c])
         active = still
 
 
@@ -329,6 +355,14 @@ def _score(scorer: TranslationScorer, encoded: Any, rows: list, gathers: list, k
             for r, scores in zip(members, scored, strict=True):
                 out[r] = scores
     return out
+
+
+def _tail(sequence: Sequence[int], plain: Sequence[int], tail_tokens: int | None) -> int:
+    """How many final tokens of a candidate's marked target are read from the unmarked target: those of the
+    two sequences' common ending past the first ``tail_tokens`` (none: 0, the whole marked target is scored)."""
+    if tail_tokens is None:
+        return 0
+    return max(0, shared_prefix(sequence[::-1], plain[::-1]) - tail_tokens)
 
 
 def _marker_score(log_probs: Sequence[float], sequence: Sequence[int], marker_ids: frozenset[int], skip: int) -> float:
@@ -358,6 +392,8 @@ def project_insertion(examples: Sequence[Any], options: Any, scorer: Translation
     if options.max_span_words < 1 or options.width < 1 or options.nbest < 1:
         raise ValueError(f"max_span_words, width and nbest must be at least 1, got {options.max_span_words}, "
                          f"{options.width}, {options.nbest}")
+    if options.tail_tokens is not None and options.tail_tokens < 0:
+        raise ValueError(f"tail_tokens must be none or at least 0, got {options.tail_tokens}")
     style = get_marker_style(options.marker_style)
     available = check_marker_tokens(scorer, style)
     _check_reverse(options, scorer)
@@ -417,9 +453,13 @@ def _project_batch(examples: Sequence[Any], offset: int, options: Any, style: Ma
     for k, s, source, wanted in planned:
         ids = {key: tuple(labels[texts[value]]) for key, value in wanted.items()}
         candidates = candidate_spans(len(examples[k].target.tokens), options.max_span_words)
-        slots.append(_Slot(k, s, sources[source], candidates, [ids[("full", c)] for c in range(len(candidates))],
-                           ids[("plain",)], {key[1]: value for key, value in ids.items() if key[0] == "open"},
-                           marker_ids, nbest=options.nbest))
+        plain = ids[("plain",)]
+        full = [ids[("full", c)] for c in range(len(candidates))]
+        tails = [_tail(sequence, plain, options.tail_tokens) for sequence in full]
+        slots.append(_Slot(k, s, sources[source], candidates, [sequence[:len(sequence) - tail]
+                                                              for sequence, tail in zip(full, tails, strict=True)],
+                           plain, {key[1]: value for key, value in ids.items() if key[0] == "open"},
+                           marker_ids, nbest=options.nbest, tails=tails))
     slack = scorer.tolerance
 
     placed: dict[int, list[tuple[int, int, int, float]]] = {k: [] for k in range(len(examples))}  # (i, j, span, score)

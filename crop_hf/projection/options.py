@@ -219,6 +219,10 @@ class InsertionOptions(ProjectionOptions):
     reverse_weight: float = field(default=1.0, metadata={
         "help": "Weight of the reverse score (mean log-probability per entity token) added to a placement's "
                 "log-probability when nbest > 1."})
+    tail_tokens: int | None = field(default=None, metadata={
+        "help": "Model tokens after a span's closing marker scored with the markers in place; the rest of the "
+                "sentence is scored as in the unmarked target (fewer decoder tokens; none: the whole marked "
+                "target, the exact objective)."})
 
 
 @dataclass
