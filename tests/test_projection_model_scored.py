@@ -99,9 +99,9 @@ def test_directions_from_one_language_share_its_encoder_outputs_and_others_are_r
         shared = direction.mean_log_probs(candidates, targets, encoded=encoded)
         assert scorer.stats["encoder_rows"] == 0
         assert shared == pytest.approx(direction.mean_log_probs(candidates, targets), abs=1e-5)
-    with pytest.raises(ValueError, match="sources encoded as 'de' .* cannot be scored as 'en'"):
+    with pytest.raises(ValueError, match=r"sources encoded as 'de' .* cannot be scored as 'en'"):
         scorer.mean_log_probs(candidates, candidates, encoded=encoded)
-    with pytest.raises(ValueError, match="1 sources were not encoded, e.g. 'Paris'"):
+    with pytest.raises(ValueError, match=r"1 sources were not encoded, e\.g\. 'Paris'"):
         reverse.mean_log_probs(["Paris"], ["Paris"], encoded=encoded)
 
 
@@ -246,7 +246,6 @@ def test_batching_sentences_together_equals_projecting_them_one_by_one(scorer):
 def test_markers_go_at_word_boundaries_of_the_targets_own_tokenization():
     text, offsets = target_text(tokenize_target("我住在哥德堡。", "zh"))
     assert mark_target(text, offsets, 3, 6, "[", "]") == "我住在 [ 哥德堡 ] 。"
-    assert mark_target(text, offsets, 3, None, "__SLOT0__", None) == "我住在 __SLOT0__ 哥德堡。"
     sentence = tokenize_target("Sie wohnt in Göteborg, nicht (Oslo).")
     text, offsets = target_text(sentence)
     assert mark_target(text, offsets, 3, 4, "M", "M") == "Sie wohnt in M Göteborg M , nicht (Oslo)."

@@ -18,34 +18,30 @@ reference search: one slot at a time); ``"all"`` marks every span of the sentenc
 sentence order, as labeled translation does.
 
 **The search is exact.** Scoring every candidate in full (``exhaustive=True``) costs one decoder
-row per candidate. The default search returns the same span with far fewer:
+row per candidate. The default search returns the same span, pruning where the model allows:
 
 * the marked source is encoded once and shared by every pass for that slot; passes of all slots
   and sentences of a batch go through the decoder together;
 * the log-probability of a token depends only on the tokens before it, so one teacher-forced pass
-  over any sequence gives the exact log-probability of every *other* sequence's prefix, up to and
-  including the first token where they differ. Two kinds of cheap probe are used: the unmarked
-  target (one per slot: the prefix of every candidate up to its opening marker) and the target with
-  only an opening marker before word ``i`` (one per opening position: the prefix of every candidate
-  opening there, up to its closing marker); a probe is decoded only as far as its candidates read it;
+  over the unmarked target gives the exact log-probability of every candidate's prefix up to its
+  opening marker, and (gathered) of that marker: the prefix's log-probability;
 * the unmarked target's decoder states are kept (:class:`~crop_hf.projection.scoring.DecoderPrefix`),
-  and every other row of the slot, the exhaustive search's too, resumes from them at its opening
-  marker: the words before a span are decoded once per slot, not once per candidate;
+  and every candidate's row, the exhaustive search's too, resumes from them at its opening marker:
+  the words before a span are decoded once per slot, not once per candidate;
 * log-probabilities are never positive, so a prefix's log-probability **bounds** every sequence
   that extends it. The search is best-first: candidates are taken in order of their bound, ``width``
-  per slot per batched round (doubling each round once one is fully scored), each getting the next
-  probe it needs (unmarked target, its opening probe, then its own full pass); it stops when the
+  per slot per batched round (doubling each round once one is fully scored); it stops when the
   best fully scored candidate beats every other candidate's bound. A pruned candidate is therefore
   strictly worse than the one returned (by more than a float tolerance of 1e-4 in float32), and ties
   go to the first candidate (smallest ``i``, then ``j``) as in the exhaustive enumeration.
   ``tests/test_projection_model_scored.py`` checks search = exhaustive enumeration on random
   sentences, with random models and with probabilities the test sets.
 
-How much the bounds prune depends on the model: a model trained to place markers gives a misplaced
-marker a low probability, so most candidates fall below the best one's score after the cheap probes
-(a tiny M2M100 trained on a synthetic marked task: 2.9 decoder rows per slot against 13.3 for the
-exhaustive search, 5.4x fewer decoder tokens, the same spans); under a random model nothing is
-pruned and the probes cost about a third more than the exhaustive search.
+How much the bounds prune depends on the model. They rule out an opening position the model finds
+improbable, so a model that is sure where a span begins saves most rows; on Multi30k val, with a
+small caption model, the search decodes 6.5% fewer tokens than the exhaustive one (the same spans),
+and under random weights it decodes the same rows. (A probe per opening position, bounding each
+span's closing marker, was tried and removed: it cost 5 to 24% more tokens than it saved.)
 
 **A shorter objective, for speed** (``tail_tokens``; default none, the exact objective above). The
 tokens after a span's closing marker make up most of what the search decodes, and no exact search
@@ -124,17 +120,14 @@ def target_text(sentence: TargetSentence) -> tuple[str, list[tuple[int, int]]]:
     return joiner.join(tokens), offsets
 
 
-def mark_target(text: str, offsets: Sequence[tuple[int, int]], start: int, end: int | None, opening: str,
-                closing: str | None) -> str:
-    """``text`` with ``opening`` before token ``start`` and ``closing`` after token ``end - 1`` (none: only the opening).
+def mark_target(text: str, offsets: Sequence[tuple[int, int]], start: int, end: int, opening: str,
+                closing: str) -> str:
+    """``text`` with ``opening`` before token ``start`` and ``closing`` after token ``end - 1``.
 
     Written as marker MT training writes marked targets: whitespace around each marker, runs of
     whitespace made single.
     """
-    a = offsets[start][0]
-    if end is None or closing is None:
-        return " ".join(f"{text[:a]} {opening} {text[a:]}".split())
-    b = offsets[end - 1][1]
+    a, b = offsets[start][0], offsets[end - 1][1]
     return " ".join(f"{text[:a]} {opening} {text[a:b]} {closing} {text[b:]}".split())
 
 
@@ -206,7 +199,6 @@ class _Slot:
     candidates: list[tuple[int, int]]
     sequences: list[tuple[int, ...]]
     plain: tuple[int, ...]
-    opens: dict[int, tuple[int, ...]]
     marker_ids: frozenset[int]
     bound: list[float] = field(default_factory=list)
     exact: list[float | None] = field(default_factory=list)
@@ -257,28 +249,14 @@ class _Slot:
             return top[0] if top else None
         return max(top, key=lambda c: (self.exact[c] + weight * self.reverse[c], -c))
 
-    def next_probe(self, c: int, live: Sequence[int], exhaustive: bool) -> tuple:
-        """What to run next for candidate ``c``: the unmarked target, its opening probe, or its own full pass.
-
-        An opening probe is run only while it can bound at least two live candidates (else the
-        candidate's own pass costs the same and says more).
-        """
-        if ("plain",) not in self.ran:
-            return ("plain",)
-        if exhaustive:
-            return ("full", c)
-        opening = self.candidates[c][0]
-        if ("open", opening) not in self.ran and sum(self.candidates[d][0] == opening for d in live) > 1:
-            return ("open", opening)
-        return ("full", c)
+    def next_probe(self, c: int) -> tuple:
+        """What to run next for candidate ``c``: the unmarked target (once per slot), then its own full pass."""
+        return ("plain",) if ("plain",) not in self.ran else ("full", c)
 
     def probe(self, key: tuple) -> tuple[tuple[int, ...], list[int]]:
         """The probe's token sequence and the candidates it tells something about."""
         if key[0] == "plain":
             return self.plain, [c for c, value in enumerate(self.exact) if value is None]
-        if key[0] == "open":
-            return self.opens[key[1]], [c for c, (i, _) in enumerate(self.candidates)
-                                        if i == key[1] and self.exact[c] is None]
         return self.sequences[key[1]], [key[1]]
 
 
@@ -300,7 +278,7 @@ def _search(slots: Sequence[_Slot], scorer: TranslationScorer, encoded: Any, *, 
             slot.rounds += slot.best() is not None
             chosen = live if exhaustive else sorted(live, key=lambda c: (-slot.bound[c], c))[:taken]
             for c in chosen:
-                requests.setdefault((id(slot), slot.next_probe(c, live, exhaustive)), slot)
+                requests.setdefault((id(slot), slot.next_probe(c)), slot)
         if not requests:
             return
         rows, gathers, plans, resume = [], [], [], []
@@ -438,8 +416,6 @@ def _project_batch(examples: Sequence[Any], offset: int, options: Any, style: Ma
         for s in range(len(spans)):
             opening, closing = style.markers(order.index(s) if options.source_markers == "all" else 0)
             wanted = {("plain",): " ".join(text.split())}
-            wanted.update({("open", i): mark_target(text, offsets, i, None, opening, None)
-                           for i in sorted({i for i, _ in candidates})})
             wanted.update({("full", c): mark_target(text, offsets, i, j, opening, closing)
                            for c, (i, j) in enumerate(candidates)})
             for value in wanted.values():
@@ -458,8 +434,7 @@ def _project_batch(examples: Sequence[Any], offset: int, options: Any, style: Ma
         tails = [_tail(sequence, plain, options.tail_tokens) for sequence in full]
         slots.append(_Slot(k, s, sources[source], candidates, [sequence[:len(sequence) - tail]
                                                               for sequence, tail in zip(full, tails, strict=True)],
-                           plain, {key[1]: value for key, value in ids.items() if key[0] == "open"},
-                           marker_ids, nbest=options.nbest, tails=tails))
+                           plain, marker_ids, nbest=options.nbest, tails=tails))
     slack = scorer.tolerance
 
     placed: dict[int, list[tuple[int, int, int, float]]] = {k: [] for k in range(len(examples))}  # (i, j, span, score)
