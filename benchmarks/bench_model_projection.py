@@ -57,8 +57,9 @@ reverse score (weight 4; both chosen on val) 0.911, CroP's route lexical 0.488 /
 hybrid 0.921, hybrid_rerank 0.926 (margin 2).
 Europarl-NER test F1: hybrid's defaults 81.8, insertion 11.2 (reranked 18.3), hybrid_rerank with
 Multi30k's margin 80.9.
-Speed at m2m100_418M's shape: insertion 9.9x (10 best reranked 10.5x), rerank 6.2x a batched greedy
-translation (exhaustive 7.2x, from scratch 10.0x). Tables and how each setting was chosen: docs/benchmarks/bench-model-projection.md.
+Speed at m2m100_418M's shape: insertion 8.8x (10 best reranked 9.5x), rerank 4.2x a batched greedy
+translation (exhaustive 8.2x, from scratch 8.8x; tail_tokens=2 5.0x). Tables and how each setting was
+chosen: docs/benchmarks/bench-model-projection.md.
 """
 
 from __future__ import annotations
