@@ -141,6 +141,13 @@ MODULES: dict[str, Module] = {
     "commands.evaluate_projection": Module("crop_hf/commands/evaluate_projection.py", (
         "EvaluateProjectionConfig.*", "load_tagged", "read_parallel", "build_aligners", "run")),
     "app.render": Module("crop_hf/app/render.py"),
+    "projection.insertion": Module("crop_hf/projection/insertion.py", ("*",),
+                                   "insertion's search, objective, conflicts, reranking and statuses"),
+    "projection.scoring": Module("crop_hf/projection/scoring.py", (
+        "shared_prefix", "_resumed_length", "_stack_padded", "TranslationScorer._pairs", "TranslationScorer.score_rows",
+        "TranslationScorer._score_chunk", "TranslationScorer.skip"),
+        "teacher-forced rows, resumed states and rows read from longer ones; loading, directions and the "
+        "encoder pass are wiring every scored-projection test runs"),
 }
 
 _NAME = re.compile(r"^(?P<module>.+?)\.x(?:ǁ(?P<cls>[^ǁ]+)ǁ|_)(?P<func>.+)__mutmut_(?P<n>\d+)$")

@@ -137,6 +137,12 @@ def test_rows_resuming_from_kept_decoder_states_score_as_from_scratch(request, f
     computed = scorer.stats["decoder_tokens"]
     scorer.stats.clear()
     resumed = scorer.score_rows(encoded, rows, gathers, resume=[kept[source].prefix for source, _ in rows])
+    with pytest.raises(ValueError, match=r"^1 gather lists and 0 prefixes for 1 rows$"):
+        scorer.score_rows(encoded, rows[:1], gathers[:1], resume=[])
+    with pytest.raises(ValueError, match=r"^a target row has no tokens$"):
+        scorer.score_rows(encoded, [(0, [])])
+    with pytest.raises(ValueError, match=r"^2 sources but 1 targets$"):
+        scorer.mean_log_probs(["a", "b"], ["c"])
     for a, b in zip(fresh, resumed, strict=True):
         assert len(a.log_probs) == len(b.log_probs) and a.skip == b.skip
         assert max(abs(x - y) for x, y in zip(a.log_probs + a.gathered, b.log_probs + b.gathered, strict=True)) < 1e-5
@@ -372,6 +378,80 @@ class FakeMarkerScorer:
             own = [self._log_prob(text, ids[:t], ids[t]) for t in range(len(ids))]
             out.append(RowScores(own, [self._log_prob(text, ids[:t], token) for t, token in asked], 0))
         return out
+
+
+@pytest.mark.parametrize("tail_tokens", [None, 1])
+def test_insertion_decodes_exactly_the_tokens_it_needs(tiny_m2m100, tail_tokens):
+    """One row per batch, so each row's decoded positions are its own: the unmarked target up to the last opening
+    marker (to its end where candidates read tails from it), and each candidate from its opening marker (to where
+    its tail window ends), resuming from the unmarked target's kept states."""
+    scorer = TranslationScorer.from_pretrained(tiny_m2m100, "en", "de", batch_size=1)
+    example = _example("Ich wohne in Göteborg .", "I live in Gothenburg .", [(3, 4, "LOC")])
+    option = "" if tail_tokens is None else f"&tail_tokens={tail_tokens}"
+    scorer.stats.clear()
+    project_examples(f"insertion?exhaustive=true{option}", [example], scorer=scorer)
+    text, offsets = target_text(example.target)
+    plain, *full = scorer.encode_targets([text] + [mark_target(text, offsets, i, j, "__SLOT0__", "__SLOT0__")
+                                                   for i, j in candidate_spans(5, 4)])
+    opening = [next(t for t, (a, b) in enumerate(zip(plain, row, strict=False)) if a != b) for row in full]
+    if tail_tokens is None:
+        expected = max(opening) + 1 + sum(len(row) - at for row, at in zip(full, opening, strict=True))
+    else:
+        ending = [next(t for t in range(1, len(row)) if row[-t] != plain[-t]) - 1 for row in full]
+        expected = len(plain) + sum(len(row) - max(0, common - tail_tokens) - at
+                                    for row, at, common in zip(full, opening, ending, strict=True))
+    assert scorer.stats["decoder_rows"] == 1 + len(full)
+    assert scorer.stats["decoder_tokens"] == expected
+    scorer.stats.clear()
+    project_examples(f"insertion?{option}", [example], scorer=scorer)  # the search: never more than that
+    assert scorer.stats["decoder_tokens"] <= expected
+
+
+class RecordingScorer(FakeMarkerScorer):
+    """Records the sources it encodes and the targets it tokenizes."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.sources, self.targets = [], []
+
+    def encode_sources(self, texts):
+        self.sources += list(texts)
+        return super().encode_sources(texts)
+
+    def encode_targets(self, texts):
+        self.targets += list(texts)
+        return super().encode_targets(texts)
+
+
+def test_source_markers_all_numbers_every_span_in_sentence_order_on_both_sides():
+    scorer = RecordingScorer(peaked=True)
+    example = _example("a b c d e f g h i j", "p q r s t", [(3, 4, "B"), (0, 1, "A")])  # given out of order
+    project_examples("insertion?source_markers=all", [example], scorer=scorer)
+    assert scorer.sources == ["__SLOT0__ p __SLOT0__ q r __SLOT1__ s __SLOT1__ t"]  # one source for both slots
+    marked = {text for text in scorer.targets if "__SLOT" in text}
+    assert "__SLOT1__ a __SLOT1__ b c d e f g h i j" in marked  # span (3, 4) is the second in sentence order
+    assert "__SLOT0__ a __SLOT0__ b c d e f g h i j" in marked
+    one = RecordingScorer(peaked=True)
+    project_examples("insertion", [example], scorer=one)
+    assert one.sources == ["p q r __SLOT0__ s __SLOT0__ t", "__SLOT0__ p __SLOT0__ q r s t"]
+    assert not any("__SLOT1__" in text for text in one.targets)
+
+
+def test_statuses_name_their_entity_and_sentences_without_spans_pass_through():
+    scorer = FakeMarkerScorer(peaked=True)
+    examples = [_example("a b c", "x y", []), _example("a b c d e f g h i j", "x y z w", [(1, 3, "ORG"), (3, 4, "PER")]),
+                _example(tokenize_target([]), "u v", [(0, 2, "LOC")])]
+    empty, placed, nothing = project_examples("insertion?min_score=0.5", examples, scorer=scorer)
+    assert empty.entities == [] and empty.statuses == [] and empty.reason is None
+    # ORG takes the one probable span; PER's best free span is improbable (score 0.0)
+    assert [(s.text, s.label, s.status) for s in placed.statuses] == [("y z", "ORG", "projected"),
+                                                                      ("w", "PER", "below_threshold")]
+    assert [(e.source, e.label, e.token_start, e.token_end) for e in placed.entities] == [(0, "ORG", 3, 5)]
+    assert [(s.text, s.label, s.status) for s in nothing.statuses] == [("u v", "LOC", "empty_target")]
+    with pytest.raises(ValueError, match="sentence 2: the target already contains a marker"):
+        project_examples("insertion", [*examples[:2], _example("a __SLOT0__", "x", [(0, 1, "X")])], scorer=scorer)
+    with pytest.raises(ValueError, match="sentence 1: insertion projection needs source_tokens"):
+        project_examples("insertion", [examples[1], ProjectionExample(tokenize_target("a"))], scorer=scorer)
 
 
 def _marked(source, span):

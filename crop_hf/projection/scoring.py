@@ -345,7 +345,7 @@ class TranslationScorer:
 
             layers = [tuple(torch.stack([prefix.states[layer][kind][:, :start] for prefix in resume]) for kind in (0, 1))
                       for layer in range(len(resume[0].states))]
-            cross = [tuple(_stack_padded([prefix.cross[layer][kind] for prefix in resume], hidden.shape[1])
+            cross = [tuple(_stack_padded([prefix.cross[layer][kind] for prefix in resume])
                            for kind in (0, 1)) for layer in range(len(resume[0].cross))]
             past[self._cache_argument] = EncoderDecoderCache(DynamicCache(layers), DynamicCache(cross))
         output = self.model(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=source_mask,
@@ -486,11 +486,10 @@ def _kept_states(output: Any) -> tuple[list, list] | None:
     return kept[0], kept[1]
 
 
-def _stack_padded(tensors: Sequence[Any], length: int) -> Any:
-    """``[heads, n, dim]`` tensors stacked into ``[rows, heads, length, dim]``, zero-padded along ``n``."""
+def _stack_padded(tensors: Sequence[Any]) -> Any:
+    """``[heads, n, dim]`` tensors stacked into ``[rows, heads, longest n, dim]``, zero-padded along ``n`` (as the
+    batch's encoder states are padded: the longest source of the batch sets both lengths)."""
     import torch
 
     stacked = torch.nn.utils.rnn.pad_sequence([tensor.transpose(0, 1) for tensor in tensors], batch_first=True)
-    if stacked.shape[1] < length:
-        stacked = torch.nn.functional.pad(stacked, (0, 0, 0, 0, 0, length - stacked.shape[1]))
     return stacked.transpose(1, 2).contiguous()
