@@ -105,6 +105,19 @@ def test_directions_from_one_language_share_its_encoder_outputs_and_others_are_r
         reverse.mean_log_probs(["Paris"], ["Paris"], encoded=encoded)
 
 
+def test_token_log_probs_are_the_models_own_teacher_forced_probabilities(scorer):
+    """Checked against transformers' own teacher forcing (labels= shifts them into decoder inputs itself)."""
+    sources, targets = ["I live in Gothenburg .", "Volvo"], ["Ich wohne in Göteborg .", "Volvo ist eine Firma"]
+    ours = scorer.token_log_probs(sources, targets)
+    for source, target, values in zip(sources, targets, ours, strict=True):
+        scorer._set_languages()
+        batch = scorer.tokenizer(source, text_target=target, return_tensors="pt")
+        with torch.no_grad():
+            logits = scorer.model(**batch).logits[0]
+        reference = torch.log_softmax(logits.double(), -1).gather(-1, batch["labels"][0].unsqueeze(-1)).squeeze(-1)
+        assert values == pytest.approx(reference[1:].tolist(), abs=1e-4)  # the forced __de__ left out
+
+
 def test_a_gathered_token_is_the_log_probability_the_sequence_with_that_token_gets(scorer):
     """One pass over a sequence scores every sequence sharing its prefix, one token past it (what bounds rest on)."""
     encoded = scorer.encode_sources(["I live in __SLOT0__ Gothenburg __SLOT0__ ."])
