@@ -292,11 +292,10 @@ def _search(slots: Sequence[_Slot], scorer: TranslationScorer, encoded: Any, *, 
                 plan.append((c, shared, len(gather) if asks else None))
                 if asks:
                     gather.append((shared, candidate[shared]))
-            # a probe is read only up to where its candidates leave it (the unmarked target to its end where
-            # candidates read their tails from it): decode no further
-            cut = max(shared + 1 for _, shared, _ in plan) if key[0] != "full" else len(sequence)
-            if key == ("plain",) and any(slot.tails):
-                cut = len(sequence)
+            # the unmarked target is read only up to where its candidates leave it (to its end where they read
+            # their tails from it): decode no further
+            whole = key[0] == "full" or any(slot.tails)
+            cut = len(sequence) if whole else max(shared + 1 for _, shared, _ in plan)
             rows.append((slot.source, sequence[:cut]))
             gathers.append(gather)
             resume.append(slot.prefix if key != ("plain",) else None)
