@@ -105,6 +105,12 @@ MIN_SCORES = (0.0, 0.4, 1.0, 2.0, 5.0, math.inf)
 SPEED_TAIL = 2
 
 
+def _nbest_weight(text: str) -> tuple[int, float]:
+    """``"10,4"`` -> (10, 4.0): insertion's nbest and reverse_weight."""
+    count, weight = text.split(",")
+    return int(count), float(weight)
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mt_model", default=None,
@@ -124,7 +130,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--samplers", type=int, default=8, help="eflomal samplers (bench_projection_quality.py's)")
     parser.add_argument("--speed_sentences", type=int, default=8)
     parser.add_argument("--speed_words", type=int, default=10, help="words per source and target sentence (speed)")
-    parser.add_argument("--insertion_nbest", default=None, metavar="N,WEIGHT",
+    parser.add_argument("--insertion_nbest", default=None, metavar="N,WEIGHT", type=_nbest_weight,
                         help="insertion's nbest and reverse_weight, as a dev grid of this benchmark chose them "
                              "(skips that grid; default: run it)")
     parser.add_argument("--seed", type=int, default=0)
@@ -634,9 +640,9 @@ def quality(args, work: Path, scorer, translator, report: dict) -> dict:
 def insertion_nbest(args, runner: Runner, dev: list[Pair], memo) -> tuple[tuple[int, float], dict[str, float]]:
     """Insertion's ``nbest`` and ``reverse_weight``: given (``--insertion_nbest``), or the best of the grid on dev."""
     if args.insertion_nbest:
-        count, weight = args.insertion_nbest.split(",")
-        print(f"insertion's nbest and reverse_weight given: {count}, {weight} (no dev grid)", flush=True)
-        return (int(count), float(weight)), {}
+        count, weight = args.insertion_nbest
+        print(f"insertion's nbest and reverse_weight given: {count}, {weight:g} (no dev grid)", flush=True)
+        return args.insertion_nbest, {}
     grid = {(1, 0.0): runner.run("dev", "insertion", scored=True, scorer=memo)}
     for count in NBESTS:
         for weight in REVERSE_WEIGHTS:
@@ -661,11 +667,11 @@ def tail_grid(args, work: Path, scorer, translator, report: dict) -> None:
     """Insertion's ``tail_tokens`` on Multi30k val: slot accuracy and decoder tokens, alone and reranked."""
     dev = marked_multi30k(args, work)["dev"]
     runner = Runner(dev, scorer, translator, args, [], 0.0, 64)
-    count, weight = (args.insertion_nbest or "10,4").split(",")
+    count, weight = args.insertion_nbest or (10, 4.0)
     body, grid = [], {}
     for tail in TAILS:
         cells = [str(tail).lower()]
-        for nbest, reverse_weight in ((1, 1.0), (int(count), float(weight))):
+        for nbest, reverse_weight in ((1, 1.0), (count, weight)):
             row = runner.run("dev", "insertion", scored=True, nbest=nbest, reverse_weight=reverse_weight,
                              tail_tokens=tail)
             accuracy = slot_accuracy(row, dev)["slot_accuracy"]
@@ -674,7 +680,7 @@ def tail_grid(args, work: Path, scorer, translator, report: dict) -> None:
         body.append(cells)
         print(f"  tail_tokens={tail}: done", flush=True)
     print(f"\n== dev (Multi30k val, {len(dev)} pairs): insertion's tail_tokens, alone and with {count} best reranked "
-          f"(weight {weight}) ==")
+          f"(weight {weight:g}) ==")
     print(table(["tail_tokens", "slot_acc", "dec tokens", "s", f"{count}-best slot_acc", "dec tokens", "s"], body))
     report["tail"] = grid
 
