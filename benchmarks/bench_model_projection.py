@@ -36,10 +36,15 @@
    (a) batched greedy translation to a fixed length (the target's token count), (b) insertion,
    (b') insertion with its 10 best placements reranked by the reverse score (Multi30k val's setting),
    (c) insertion ``exhaustive=true``, (c') the same with every row decoded from its first token (no
-   decoder states reused: the issue's exhaustive version), (d) rerank; target (b)/(a) and (d)/(a) ≤ 3x;
-   (e) insertion with ``tail_tokens=2`` (a shorter, approximate objective) beside them.
+   decoder states reused: the issue's exhaustive version), (d) rerank, (d') rerank with every candidate
+   scored in full (``shortlist=none``); target (b)/(a) and (d)/(a) ≤ 3x; (e) insertion with
+   ``tail_tokens=2`` (a shorter, approximate objective) beside them.
 4. **tail** (not run by default) — on Multi30k val only: insertion's slot accuracy and decoder tokens for
    each ``tail_tokens`` of ``TAILS``, alone and with its reranking (``--insertion_nbest``, default 10,4).
+5. **shortlist** (not run by default) — on both dev parts (Multi30k val, Europarl-NER dev): ``rerank``
+   and ``hybrid_rerank`` (the margin ``--parts quality`` chose, if it ran) for each ``shortlist`` of
+   ``SHORTLISTS``: slot accuracy or F1, and decoder tokens. The default (4) is the smallest that loses
+   nothing against ``none`` on any of the four.
 
 Sentences per second count each row's own work after the model is loaded: the labeled
 translation for CroP's route, eflomal's time (shared out per pair aligned) for the rows that read
@@ -119,7 +124,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--data_dir", default=str(SHARED), help="folder with multi30k/ and europarl-ner/")
     parser.add_argument("--work_dir", default="bench-model-projection",
                         help="marked data, eflomal links, the speed model's tokenizer and the JSON go here")
-    parser.add_argument("--parts", nargs="+", choices=("quality", "europarl", "speed", "tail"),
+    parser.add_argument("--parts", nargs="+", choices=("quality", "europarl", "speed", "tail", "shortlist"),
                         default=["quality", "europarl", "speed"])
     parser.add_argument("--test_sentences", type=int, default=None,
                         help="first N Multi30k test_2016 pairs with slots, and first N pairs of each Europarl-NER part "
@@ -137,7 +142,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", default=None, help="write every table here (default: WORK_DIR/bench_model_projection.json)")
     args = parser.parse_args(argv)
-    if {"quality", "europarl", "tail"} & set(args.parts) and not args.mt_model:
+    if {"quality", "europarl", "tail", "shortlist"} & set(args.parts) and not args.mt_model:
         parser.error("--parts quality, europarl and tail need --mt_model (a marker-trained model, both directions)")
     return args
 
@@ -685,6 +690,40 @@ def tail_grid(args, work: Path, scorer, translator, report: dict) -> None:
     report["tail"] = grid
 
 
+#: rerank's shortlist tried on dev ("none": every candidate's reverse half computed)
+SHORTLISTS = (None, 2, 4, 8, 16)
+
+
+def shortlist_grid(args, work: Path, scorer, translator, report: dict) -> None:
+    """Rerank's ``shortlist`` on both dev parts: Multi30k val slot accuracy, Europarl-NER dev F1, decoder tokens."""
+    saved = work / "chosen.json"
+    margin = json.loads(saved.read_text())["margin"] if saved.is_file() else 0.1
+    splits = marked_multi30k(args, work)
+    dev = splits["dev"]
+    links, seconds = eflomal_links(dev + splits["test"], work / "links-multi30k.json", args.samplers)  # as quality's
+    runners = {"Multi30k val": Runner(dev, scorer, translator, args, links[:len(dev)], seconds, 64),
+               "Europarl-NER dev": europarl_runners(args, work, scorer, translator)[0]}
+    grid, body = {}, []
+    for size in SHORTLISTS:
+        cells = [str(size).lower()]
+        for part, runner in runners.items():
+            for name, method, extra in (("rerank", "rerank", {"source_words": True}),
+                                        (rerank_row(margin), "hybrid_rerank", {"margin": margin})):
+                row = runner.run(name, method, aligned=True, scored=True, shortlist=size, **extra)
+                quality = (slot_accuracy(row, runner.pairs)["slot_accuracy"] if part == "Multi30k val"
+                           else entity_f1(row, runner.pairs)["f1"])
+                grid[f"{part}/{name}/{size}"] = {"quality": quality, "seconds": row.seconds, **row.extra}
+                cells += [f"{quality:.3f}", f"{row.extra.get('decoder_tokens', 0):,}"]
+        body.append(cells)
+        print(f"  shortlist={size}: done", flush=True)
+    print(f"\n== dev: rerank's shortlist; Multi30k val ({len(dev)} pairs) slot accuracy and Europarl-NER dev "
+          f"({len(runners['Europarl-NER dev'].pairs)} pairs) F1, each with its decoder tokens; margin {margin:g} "
+          f"({'chosen on Multi30k val' if saved.is_file() else 'the default'}) ==")
+    print(table(["shortlist", *(f"{part.split()[0]} {name} {what}" for part in runners
+                                for name in ("rerank", f"hr {margin:g}") for what in ("quality", "tokens"))], body))
+    report["shortlist"] = grid
+
+
 def print_target(scores: dict, insertion: float, translation_only: dict, best: str) -> None:
     """The issue's target. Its figures (0.84 for exhaustive insertion against 0.49 for the same model's labeled
     translation, target +0.35) read CroP's route as CroP's own: labeled translation, then lexical projection;
@@ -717,18 +756,25 @@ def _greedy_seconds(scorer, pairs: list[Pair]) -> float:
 # --- part 2: Europarl-NER ---------------------------------------------------------------------------------
 
 
-def europarl(args, work: Path, scorer, translator, chosen: dict, report: dict) -> None:
+def europarl_runners(args, work: Path, scorer, translator) -> tuple[Runner, Runner, int, float]:
+    """Europarl-NER's dev and test runners (bench_projection_quality.py's split, the same seed: dev chooses
+    settings, test reports), the pairs eflomal aligned and its seconds."""
     pairs = europarl_pairs(args)
     links, seconds = eflomal_links(pairs, work / "links-europarl.json", args.samplers)
-    # bench_projection_quality.py's split (the same seed): dev chooses hybrid_rerank's settings, test reports
     parts = europarl_parts(len(pairs), args.seed)
     limit = args.test_sentences  # a smoke run: the first pairs of each part (both parts stay disjoint)
-    dev_index, test_index = parts["dev"][:limit], parts["test"][:limit]
     per_pair = seconds / len(pairs)
-    dev = [pairs[k] for k in dev_index]
-    test = [pairs[k] for k in test_index]
-    dev_runner = Runner(dev, scorer, translator, args, [links[k] for k in dev_index], per_pair * len(dev), 160)
-    runner = Runner(test, scorer, translator, args, [links[k] for k in test_index], per_pair * len(test), 160)
+    runners = []
+    for part in ("dev", "test"):
+        index = parts[part][:limit]
+        runners.append(Runner([pairs[k] for k in index], scorer, translator, args, [links[k] for k in index],
+                              per_pair * len(index), 160))
+    return runners[0], runners[1], len(pairs), seconds
+
+
+def europarl(args, work: Path, scorer, translator, chosen: dict, report: dict) -> None:
+    dev_runner, runner, aligned, seconds = europarl_runners(args, work, scorer, translator)
+    dev, test = dev_runner.pairs, runner.pairs
     margin, best = chosen["margin"], chosen["best"]
 
     # dev: hybrid_rerank's margin and min_score for entities (F1 punishes a wrong fill, slot accuracy does not)
@@ -750,7 +796,7 @@ def europarl(args, work: Path, scorer, translator, chosen: dict, report: dict) -
     print(f"chosen on Europarl-NER dev: margin {chosen_here[0]:g}, min_score {chosen_here[1]:g}", flush=True)
 
     print(f"\n== Europarl-NER en→de test: {len(test)} pairs, {sum(len(p.spans) for p in test)} source entities; "
-          f"eflomal over all {len(pairs)} pairs ({seconds:.0f} s); '{rerank_row(margin)}' and the combination "
+          f"eflomal over all {aligned} pairs ({seconds:.0f} s); '{rerank_row(margin)}' and the combination "
           f"chosen on Multi30k val, '{entity_row}' on Europarl-NER dev; F1 over all sentences, in percent ==",
           flush=True)
     nbest = tuple(chosen["nbest"]) if chosen.get("nbest") else None
@@ -851,6 +897,8 @@ def speed(args, work: Path, report: dict) -> None:
                                         ("(c') exhaustive, every row from scratch", "insertion", {"exhaustive": True},
                                          FromScratch(scorer)),
                                         ("(d) rerank", "rerank", {}, scorer),
+                                        ("(d') rerank, shortlist=none (every candidate in full)", "rerank",
+                                         {"shortlist": None}, scorer),
                                         (f"(e) insertion, tail_tokens={SPEED_TAIL} (approximate)", "insertion",
                                          {"tail_tokens": SPEED_TAIL}, scorer)):
         before = dict(scorer.stats)
@@ -866,7 +914,7 @@ def speed(args, work: Path, report: dict) -> None:
     for name, value in seconds.items():
         ratio = value / seconds["(a) greedy translation"]
         row = stats.get(name, {})
-        target = "" if name.startswith(("(a)", "(e)")) else ("(reference)" if name.startswith("(c") else
+        target = "" if name.startswith(("(a)", "(e)")) else ("(reference)" if name.startswith(("(c", "(d')")) else
                                                       f"<= {TARGET_RATIO:g}x: {'met' if ratio <= TARGET_RATIO else 'NOT met'}")
         body.append([name, f"{value:.2f}", f"{ratio:.1f}x", f"{row.get('decoder_rows', 0) / slots:.1f}" if row else "-",
                      f"{row.get('decoder_tokens', 0) / slots:.0f}" if row else "-", target])
@@ -895,10 +943,13 @@ def main(argv=None) -> int:
     report: dict[str, Any] = {"args": vars(args), "date": time.strftime("%Y-%m-%d %H:%M")}
     started = time.perf_counter()
     chosen = None
-    if {"quality", "europarl", "tail"} & set(args.parts):
+    if {"quality", "europarl", "tail", "shortlist"} & set(args.parts):
         scorer, translator = load_models(args)
         if "tail" in args.parts:
             tail_grid(args, work, scorer, translator, report)
+            save(args, work, report)
+        if "shortlist" in args.parts:
+            shortlist_grid(args, work, scorer, translator, report)
             save(args, work, report)
         if "quality" in args.parts:
             chosen = quality(args, work, scorer, translator, report)

@@ -636,11 +636,13 @@ class FakePlainScorer:
 
     sentences_per_batch = 64
 
-    def __init__(self, table, src="en", tgt="de"):
+    def __init__(self, table, src="en", tgt="de", *, reverse=None, log=None):
         self.table, self.languages = table, SimpleNamespace(src_lang=src, tgt_lang=tgt)
+        self.reverse_table = table if reverse is None else reverse  # P(e | c), when it should differ from P(c | e)
+        self.log = [] if log is None else log  # the (entity, candidate) pairs P(e | c) was asked for
 
     def direction(self, src, tgt):
-        return FakePlainScorer(self.table, src, tgt)
+        return FakePlainScorer(self.table, src, tgt, reverse=self.reverse_table, log=self.log)
 
     def reverse(self):
         return self.direction(self.languages.tgt_lang, self.languages.src_lang)
@@ -654,14 +656,102 @@ class FakePlainScorer:
         assert encoded is not None and encoded.src_lang == src and set(sources) <= set(encoded.texts)
         if src == tgt:
             return [math.log(0.5)] * len(sources)
-        pairs = zip(sources, targets, strict=True) if src == "en" else zip(targets, sources, strict=True)
-        return [math.log(self.table.get(pair, 0.01)) for pair in pairs]
+        if src == "en":
+            return [math.log(self.table.get(pair, 0.01)) for pair in zip(sources, targets, strict=True)]
+        self.log += zip(targets, sources, strict=True)
+        return [math.log(self.reverse_table.get(pair, 0.01)) for pair in zip(targets, sources, strict=True)]
 
 
 def test_symmetric_score_is_t_projections():
     scorer = FakePlainScorer({("Paris", "Paris"): 0.4, ("Paris", "Parigi"): 0.3})
     assert symmetric_scores(scorer, [("Paris", "Paris"), ("Paris", "Parigi"), ("Paris", "Rom")]) == pytest.approx(
         [0.8, 0.6, 0.02])
+
+
+def test_a_shortlist_reads_the_reverse_half_only_for_each_groups_best_on_the_forward_half():
+    forward = {("Paris", "Paris"): 0.4, ("Paris", "Parigi"): 0.3, ("Paris", "Rom"): 0.2, ("Rom", "Rom"): 0.45}
+    reverse = {("Paris", "Paris"): 0.1, ("Paris", "Parigi"): 0.1, ("Paris", "Rom"): 0.45, ("Rom", "Rom"): 0.45}
+    pairs = [("Paris", "Paris"), ("Paris", "Parigi"), ("Paris", "Rom"), ("Rom", "Rom"), ("Rom", "Paris")]
+    log: list = []
+    scorer = FakePlainScorer(forward, reverse=reverse, log=log)
+    assert symmetric_scores(scorer, pairs) == pytest.approx([0.5, 0.4, 0.65, 0.9, 0.02])
+    log.clear()
+    # groups default to the entity text; Paris → Rom is the best pair in full, but not on P(c | e) / P(c | c)
+    assert symmetric_scores(scorer, pairs, shortlist=1) == pytest.approx([0.5, None, None, 0.9, None])
+    assert sorted(log) == [("Paris", "Paris"), ("Rom", "Rom")]
+    flagged = symmetric_scores(scorer, pairs, shortlist=1, always=[False, False, True, False, False])
+    assert flagged == pytest.approx([0.5, None, 0.65, 0.9, None])
+    assert symmetric_scores(scorer, pairs, shortlist=2, groups=["one"] * 5) == pytest.approx(
+        [0.5, None, None, 0.9, None])
+    assert symmetric_scores(scorer, pairs, shortlist=5) == pytest.approx(symmetric_scores(scorer, pairs))
+    with pytest.raises(ValueError, match="shortlist must be at least 1, got 0"):
+        symmetric_scores(scorer, pairs, shortlist=0)
+    with pytest.raises(ValueError, match="2 groups and 5 always flags for 5 pairs"):
+        symmetric_scores(scorer, pairs, shortlist=1, groups=[0, 1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("ab"), st.sampled_from("wxyz"), st.integers(1, 9), st.integers(1, 9),
+                          st.integers(0, 2)), min_size=1, max_size=12),
+       st.integers(1, 3))
+def test_a_shortlist_scores_exactly_the_pairs_some_group_keeps_and_scores_them_in_full(rows, size):
+    forward = {(e, c): f / 20 for e, c, f, _, _ in rows}
+    reverse = {(e, c): r / 20 for e, c, _, r, _ in rows}
+    pairs, groups = [(e, c) for e, c, *_ in rows], [g for *_, g in rows]
+    scorer = FakePlainScorer(forward, reverse=reverse)
+    full = symmetric_scores(scorer, pairs)
+    kept = set()
+    for group in set(groups):  # independently: each group's best on the forward half, ties to the earlier pair
+        members = sorted((-forward[pairs[i]], i) for i in range(len(pairs)) if groups[i] == group)
+        kept.update(pairs[i] for _, i in members[:size])
+    short = symmetric_scores(scorer, pairs, shortlist=size, groups=groups)
+    assert [value is not None for value in short] == [pair in kept for pair in pairs]
+    assert [v for v in short if v is not None] == pytest.approx(
+        [f for f, v in zip(full, short, strict=True) if v is not None])
+
+
+def test_rerank_with_a_shortlist_takes_only_shortlisted_ngrams_and_always_hybrids_span():
+    example = _example("Jag såg Göteborg idag", "I saw Gothenburg", [(2, 3, "LOC")], alignment=[(0, 0), (1, 1), (2, 2)])
+    forward = {("Gothenburg", "Göteborg"): 0.2, ("Gothenburg", "idag"): 0.3, ("Gothenburg", "såg"): 0.25}
+    reverse = {("Gothenburg", "Göteborg"): 0.45, ("Gothenburg", "idag"): 0.05, ("Gothenburg", "såg"): 0.05}
+    scorer = FakePlainScorer(forward, reverse=reverse)
+    [full] = project_examples("rerank?max_span_words=1", [example], scorer=scorer)
+    [short] = project_examples("rerank?max_span_words=1&candidates=ngrams&shortlist=1", [example], scorer=scorer)
+    assert _spans(full) == [(2, 3, "LOC")] and full.entities[0].score == pytest.approx(0.65)
+    assert _spans(short) == [(3, 4, "LOC")] and short.entities[0].score == pytest.approx(0.35)
+    other = _example("Rom ist schön", "Rome is nice", [(0, 1, "LOC")])  # its entity has its own shortlist
+    both = project_examples("rerank?max_span_words=1&candidates=ngrams&shortlist=1", [example, other],
+                            scorer=FakePlainScorer(forward | {("Rome", "Rom"): 0.1}, reverse=reverse))
+    assert [_spans(result) for result in both] == [[(3, 4, "LOC")], [(0, 1, "LOC")]]
+    # hybrid's span (Göteborg, through the link) is always scored in full, so the shortlist cannot hide it
+    [kept] = project_examples("hybrid_rerank?max_span_words=1&shortlist=1&margin=0", [example], scorer=scorer)
+    assert _spans(kept) == [(2, 3, "LOC")] and kept.entities[0].match == "alignment"
+    with pytest.raises(ValueError, match="max_span_words and shortlist must be at least 1, got 4 and 0"):
+        project_examples("rerank?shortlist=0", [example], scorer=scorer)
+
+
+def test_rerank_with_a_shortlist_on_a_real_model_scores_fewer_rows_and_keeps_full_scores(scorer):
+    examples = [_example("Angela Merkel besuchte am Montag Paris .", "Angela Merkel visited Paris on Monday .",
+                         [(0, 2, "PER"), (3, 4, "LOC")]),
+                _example("Sie wohnt in der schönen Stadt Göteborg", "She lives in the beautiful city of Gothenburg",
+                         [(3, 8, "LOC")])]
+    runs = {}
+    for spec in ("rerank?max_span_words=2&shortlist=none", "rerank?max_span_words=2&shortlist=2",
+                 "rerank?max_span_words=2&shortlist=99"):
+        before = scorer.stats["decoder_tokens"]
+        runs[spec] = (project_examples(spec, examples, scorer=scorer), scorer.stats["decoder_tokens"] - before)
+    (full, tokens), (short, fewer), (everything, same) = runs.values()
+    assert fewer < 0.6 * tokens and same == tokens
+    assert [r.tags for r in everything] == [r.tags for r in full]
+    alone = [project_examples("rerank?max_span_words=2&shortlist=2", [example], scorer=scorer)[0] for example in examples]
+    assert [r.tags for r in alone] == [r.tags for r in short]  # each entity of each sentence has its own shortlist
+    assert all(s.status == "projected" for r in short for s in r.statuses)
+    texts = [[" ".join(e.source_tokens[s.start:s.end]) for s in e.source_spans] for e in examples]
+    for example, names, result in zip(examples, texts, short, strict=True):  # a taken span's score is its full score
+        for entity in result.entities:
+            [value] = symmetric_scores(scorer, [(names[entity.source], example.target.span_text(entity.token_start,
+                                                                                                 entity.token_end))])
+            assert entity.score == pytest.approx(value, abs=0.01)
 
 
 def test_rerank_takes_each_entitys_best_free_candidate_in_source_order():
@@ -725,6 +815,7 @@ def test_the_methods_are_registered_with_typed_options_and_the_scorer_flag():
     assert (options.nbest, options.reverse_weight) == (10, 4.0) and isinstance(options.nbest, int)
     _, options = method_options("rerank?candidates=ngrams")
     assert isinstance(options, RerankOptions) and options.candidates == "ngrams" and options.drop_incomplete is False
+    assert options.shortlist == 4 and method_options("hybrid_rerank?shortlist=none")[1].shortlist is None
     _, options = method_options("hybrid_rerank?margin=0.3&threshold=80")
     assert isinstance(options, HybridRerankOptions) and (options.margin, options.threshold) == (0.3, 80.0)
     assert "margin" not in options.hybrid_arguments() and options.hybrid_arguments()["threshold"] == 80.0
