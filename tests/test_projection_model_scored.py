@@ -636,13 +636,14 @@ class FakePlainScorer:
 
     sentences_per_batch = 64
 
-    def __init__(self, table, src="en", tgt="de", *, reverse=None, log=None):
+    def __init__(self, table, src="en", tgt="de", *, reverse=None, copies=None, log=None):
         self.table, self.languages = table, SimpleNamespace(src_lang=src, tgt_lang=tgt)
         self.reverse_table = table if reverse is None else reverse  # P(e | c), when it should differ from P(c | e)
-        self.log = [] if log is None else log  # the (entity, candidate) pairs P(e | c) was asked for
+        self.copies = copies or {}  # P(c | c) where it is not 1/2
+        self.log = {"reverse": [], "copied": []} if log is None else log  # what P(e | c) and P(c | c) were asked for
 
     def direction(self, src, tgt):
-        return FakePlainScorer(self.table, src, tgt, reverse=self.reverse_table, log=self.log)
+        return FakePlainScorer(self.table, src, tgt, reverse=self.reverse_table, copies=self.copies, log=self.log)
 
     def reverse(self):
         return self.direction(self.languages.tgt_lang, self.languages.src_lang)
@@ -654,11 +655,14 @@ class FakePlainScorer:
         src, tgt = self.languages.src_lang, self.languages.tgt_lang
         # reranking encodes each language's texts once and hands them to both directions from that language
         assert encoded is not None and encoded.src_lang == src and set(sources) <= set(encoded.texts)
+        if src == tgt == "de":
+            self.log["copied"] += targets
+            return [math.log(self.copies.get(text, 0.5)) for text in targets]
         if src == tgt:
             return [math.log(0.5)] * len(sources)
         if src == "en":
             return [math.log(self.table.get(pair, 0.01)) for pair in zip(sources, targets, strict=True)]
-        self.log += zip(targets, sources, strict=True)
+        self.log["reverse"] += zip(targets, sources, strict=True)
         return [math.log(self.reverse_table.get(pair, 0.01)) for pair in zip(targets, sources, strict=True)]
 
 
@@ -672,13 +676,13 @@ def test_a_shortlist_reads_the_reverse_half_only_for_each_groups_best_on_the_for
     forward = {("Paris", "Paris"): 0.4, ("Paris", "Parigi"): 0.3, ("Paris", "Rom"): 0.2, ("Rom", "Rom"): 0.45}
     reverse = {("Paris", "Paris"): 0.1, ("Paris", "Parigi"): 0.1, ("Paris", "Rom"): 0.45, ("Rom", "Rom"): 0.45}
     pairs = [("Paris", "Paris"), ("Paris", "Parigi"), ("Paris", "Rom"), ("Rom", "Rom"), ("Rom", "Paris")]
-    log: list = []
+    log = {"reverse": [], "copied": []}
     scorer = FakePlainScorer(forward, reverse=reverse, log=log)
     assert symmetric_scores(scorer, pairs) == pytest.approx([0.5, 0.4, 0.65, 0.9, 0.02])
-    log.clear()
+    log["reverse"].clear()
     # groups default to the entity text; Paris → Rom is the best pair in full, but not on P(c | e) / P(c | c)
     assert symmetric_scores(scorer, pairs, shortlist=1) == pytest.approx([0.5, None, None, 0.9, None])
-    assert sorted(log) == [("Paris", "Paris"), ("Rom", "Rom")]
+    assert sorted(log["reverse"]) == [("Paris", "Paris"), ("Rom", "Rom")]
     flagged = symmetric_scores(scorer, pairs, shortlist=1, always=[False, False, True, False, False])
     assert flagged == pytest.approx([0.5, None, 0.65, 0.9, None])
     assert symmetric_scores(scorer, pairs, shortlist=2, groups=["one"] * 5) == pytest.approx(
@@ -708,6 +712,16 @@ def test_a_shortlist_scores_exactly_the_pairs_some_group_keeps_and_scores_them_i
     assert [value is not None for value in short] == [pair in kept for pair in pairs]
     assert [v for v in short if v is not None] == pytest.approx(
         [f for f, v in zip(full, short, strict=True) if v is not None])
+
+
+def test_a_shortlist_ranks_by_the_forward_half_with_its_copy_probability():
+    # "Rom" is the likelier translation, "Roma" the better on P(c | e) / P(c | c): it is harder to copy
+    log = {"reverse": [], "copied": []}
+    scorer = FakePlainScorer({("Rome", "Rom"): 0.3, ("Rome", "Roma"): 0.2}, copies={"Rom": 0.9, "Roma": 0.25},
+                             log=log)
+    assert symmetric_scores(scorer, [("Rome", "Rom"), ("Rome", "Roma")], shortlist=1) == pytest.approx(
+        [None, 0.5 * (0.4 + 0.2 / 0.25)])
+    assert log["reverse"] == [("Rome", "Roma")] and sorted(log["copied"]) == ["Rom", "Roma"]
 
 
 def test_rerank_with_a_shortlist_takes_only_shortlisted_ngrams_and_always_hybrids_span():
@@ -815,7 +829,8 @@ def test_the_methods_are_registered_with_typed_options_and_the_scorer_flag():
     assert (options.nbest, options.reverse_weight) == (10, 4.0) and isinstance(options.nbest, int)
     _, options = method_options("rerank?candidates=ngrams")
     assert isinstance(options, RerankOptions) and options.candidates == "ngrams" and options.drop_incomplete is False
-    assert options.shortlist == 4 and method_options("hybrid_rerank?shortlist=none")[1].shortlist is None
+    assert options.shortlist is None and method_options("hybrid_rerank")[1].shortlist == 4
+    assert method_options("hybrid_rerank?shortlist=none")[1].shortlist is None
     _, options = method_options("hybrid_rerank?margin=0.3&threshold=80")
     assert isinstance(options, HybridRerankOptions) and (options.margin, options.threshold) == (0.3, 80.0)
     assert "margin" not in options.hybrid_arguments() and options.hybrid_arguments()["threshold"] == 80.0

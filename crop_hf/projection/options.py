@@ -237,11 +237,10 @@ class RerankOptions(ProjectionOptions):
     candidates: Literal["all", "ngrams"] = field(default="all", metadata={
         "help": "all: n-grams plus the spans hybrid (given an alignment) and fuzzy (given translated entities) "
                 "find; ngrams: word n-grams only."})
-    shortlist: int | None = field(default=4, metadata={
+    shortlist: int | None = field(default=None, metadata={
         "help": "Score P(entity | candidate) only for each entity's this many n-grams that score best on "
                 "P(candidate | entity) / P(candidate | candidate), and for the spans other methods propose; the "
-                "other n-grams are not taken (0.61x the decoder tokens on Multi30k val, no loss there or on "
-                "Europarl-NER dev; none: every candidate scored in full)."})
+                "other n-grams are not taken (faster, approximate; none: every candidate scored in full)."})
 
 
 @dataclass
@@ -250,7 +249,7 @@ class HybridRerankOptions(HybridOptions):
 
     max_span_words: int = _default(RerankOptions, "max_span_words", 4)
     min_score: float = _default(RerankOptions, "min_score", 0.0)
-    shortlist: int | None = _default(RerankOptions, "shortlist", 4)
+    shortlist: int | None = _default(RerankOptions, "shortlist", 4)  # hybrid's spans are always scored in full
     margin: float = field(default=0.1, metadata={
         "help": "Hybrid's span is replaced only by a candidate scoring at least this much more (symmetric score)."})
 
