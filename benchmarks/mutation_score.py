@@ -148,8 +148,6 @@ MODULES: dict[str, Module] = {
         "TranslationScorer._score_chunk", "TranslationScorer.skip"),
         "teacher-forced rows, resumed states and rows read from longer ones; loading, directions and the "
         "encoder pass are wiring every scored-projection test runs"),
-    "projection.rerank": Module("crop_hf/projection/rerank.py", ("*",),
-                                "reranking's symmetric score, shortlist, candidates, choices and statuses"),
 }
 
 _NAME = re.compile(r"^(?P<module>.+?)\.x(?:ǁ(?P<cls>[^ǁ]+)ǁ|_)(?P<func>.+)__mutmut_(?P<n>\d+)$")

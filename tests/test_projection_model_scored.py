@@ -737,6 +737,11 @@ def test_rerank_with_a_shortlist_takes_only_shortlisted_ngrams_and_always_hybrid
     both = project_examples("rerank?max_span_words=1&candidates=ngrams&shortlist=1", [example, other],
                             scorer=FakePlainScorer(forward | {("Rome", "Rom"): 0.1}, reverse=reverse))
     assert [_spans(result) for result in both] == [[(3, 4, "LOC")], [(0, 1, "LOC")]]
+    same_name = [_example("Paris ist schön", "Paris is nice", [(0, 1, "LOC")]),
+                 _example("Parigi è bella", "Paris is nice", [(0, 1, "LOC")])]  # one entity text, two sentences
+    paris = FakePlainScorer({("Paris", "Paris"): 0.4, ("Paris", "Parigi"): 0.3})
+    results = project_examples("rerank?max_span_words=1&candidates=ngrams&shortlist=1", same_name, scorer=paris)
+    assert [r.entities[0].text for r in results] == ["Paris", "Parigi"]
     # hybrid's span (Göteborg, through the link) is always scored in full, so the shortlist cannot hide it
     [kept] = project_examples("hybrid_rerank?max_span_words=1&shortlist=1&margin=0", [example], scorer=scorer)
     assert _spans(kept) == [(2, 3, "LOC")] and kept.entities[0].match == "alignment"
