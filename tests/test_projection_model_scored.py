@@ -771,6 +771,10 @@ def test_rerank_with_a_shortlist_on_a_real_model_scores_fewer_rows_and_keeps_ful
             [value] = symmetric_scores(scorer, [(names[entity.source], example.target.span_text(entity.token_start,
                                                                                                  entity.token_end))])
             assert entity.score == pytest.approx(value, abs=0.01)
+    before = dict(scorer.stats)
+    with pytest.raises(ValueError, match="shortlist must be at least 1, got 0"):
+        symmetric_scores(scorer, [("Paris", "Paris")], shortlist=0)
+    assert scorer.stats == before  # refused before any model pass
 
 
 def test_rerank_takes_each_entitys_best_free_candidate_in_source_order():

@@ -98,6 +98,8 @@ def symmetric_scores(scorer: TranslationScorer, pairs: Sequence[tuple[str, str]]
     names pair ``i``'s group (any hashable; default: its entity text).
     """
     forward, reverse, source_copy, target_copy = directions(scorer)
+    if shortlist is not None:  # bad arguments are an error before any model pass
+        groups, always = _shortlist_arguments(pairs, shortlist, groups, always)
     unique = list(dict.fromkeys(pairs))
     entities = list(dict.fromkeys(e for e, _ in unique))
     candidates = list(dict.fromkeys(c for _, c in unique))
@@ -109,22 +111,28 @@ def symmetric_scores(scorer: TranslationScorer, pairs: Sequence[tuple[str, str]]
     target_half = {pair: math.exp(ce - c_given_c[pair[1]]) for pair, ce in zip(unique, c_given_e, strict=True)}
     wanted = unique if shortlist is None else _shortlist(pairs, target_half, shortlist, groups, always)
     e_given_c = reverse.mean_log_probs([c for _, c in wanted], [e for e, _ in wanted], encoded=from_target)
-    read = list(dict.fromkeys(e for e, _ in wanted))
-    e_given_e = dict(zip(read, source_copy.mean_log_probs(read, read, encoded=from_source), strict=True))
+    # every entity keeps at least one pair (each group keeps its best), so each needs its copy score
+    e_given_e = dict(zip(entities, source_copy.mean_log_probs(entities, entities, encoded=from_source), strict=True))
     score = {pair: 0.5 * (math.exp(ec - e_given_e[pair[0]]) + target_half[pair])
              for pair, ec in zip(wanted, e_given_c, strict=True)}
     return [score.get(pair) for pair in pairs]
 
 
-def _shortlist(pairs: Sequence[tuple[str, str]], target_half: dict, size: int, groups: Sequence[Hashable] | None,
-               always: Sequence[bool] | None) -> list[tuple[str, str]]:
-    """The distinct pairs whose reverse half is computed: each group's ``size`` best by ``target_half``, and ``always``'s."""
+def _shortlist_arguments(pairs: Sequence[tuple[str, str]], size: int, groups: Sequence[Hashable] | None,
+                         always: Sequence[bool] | None) -> tuple[Sequence[Hashable], Sequence[bool]]:
+    """``groups`` and ``always`` with their defaults filled in, after checking them and ``size``."""
     if size < 1:
         raise ValueError(f"shortlist must be at least 1, got {size}")
     groups = groups if groups is not None else [e for e, _ in pairs]
     always = always if always is not None else [False] * len(pairs)
     if len(groups) != len(pairs) or len(always) != len(pairs):
         raise ValueError(f"{len(groups)} groups and {len(always)} always flags for {len(pairs)} pairs")
+    return groups, always
+
+
+def _shortlist(pairs: Sequence[tuple[str, str]], target_half: dict, size: int, groups: Sequence[Hashable],
+               always: Sequence[bool]) -> list[tuple[str, str]]:
+    """The distinct pairs whose reverse half is computed: each group's ``size`` best by ``target_half``, and ``always``'s."""
     members: dict[Hashable, list[int]] = {}
     for index, group in enumerate(groups):
         members.setdefault(group, []).append(index)
