@@ -145,7 +145,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--json", default=None, help="write every table here (default: WORK_DIR/bench_model_projection.json)")
     args = parser.parse_args(argv)
     if {"quality", "europarl", "tail", "shortlist"} & set(args.parts) and not args.mt_model:
-        parser.error("--parts quality, europarl and tail need --mt_model (a marker-trained model, both directions)")
+        parser.error("--parts quality, europarl, tail and shortlist need --mt_model (a marker-trained model, both "
+                     "directions)")
     return args
 
 
@@ -573,10 +574,7 @@ def quality(args, work: Path, scorer, translator, report: dict) -> dict:
           f"({sum(len(p.spans) for p in test)} slots). Gold spans come from eflomal links (consistent phrase pairs), "
           "which favours the rows that read eflomal links. Sources are word tokens (punctuation split) except in "
           "'insertion, caption spacing'.", flush=True)
-    links, seconds = eflomal_links(dev + test, work / "links-multi30k.json", args.samplers)
-    per_pair = seconds / len(links)
-    dev_runner = Runner(dev, scorer, translator, args, links[:len(dev)], per_pair * len(dev), 64)
-    test_runner = Runner(test, scorer, translator, args, links[len(dev):], per_pair * len(test), 64)
+    dev_runner, test_runner = multi30k_runners(args, work, scorer, translator, splits)
 
     # dev: hybrid_rerank's margin, then the best combination (scores memoized across the sweep)
     memo = MemoScorer.over(scorer)
@@ -636,7 +634,8 @@ def quality(args, work: Path, scorer, translator, report: dict) -> dict:
         print(f"\n[{name}]", end="")
         print_target(scores, insertion, translation_only, best)
     report["quality"] = {"dev_sentences": len(dev), "test_sentences": len(test), "test_slots": slots,
-                         "eflomal_seconds": seconds, "margins": margin_scores, "margin": margin,
+                         "eflomal_seconds": dev_runner.link_seconds + test_runner.link_seconds,
+                         "margins": margin_scores, "margin": margin,
                          "nbest_grid": nbest_scores, "nbest": nbest,
                          "dev": dev_scores, "best": best, "test": scores, "translation_only": translation_only,
                          "greedy_seconds": greedy, "exhaustive_rows_per_slot": exhaustive,
@@ -700,11 +699,9 @@ def shortlist_grid(args, work: Path, scorer, translator, report: dict) -> None:
     """Rerank's ``shortlist`` on both dev parts: Multi30k val slot accuracy, Europarl-NER dev F1, decoder tokens."""
     saved = work / "chosen.json"
     margin = json.loads(saved.read_text())["margin"] if saved.is_file() else 0.1
-    splits = marked_multi30k(args, work)
-    dev = splits["dev"]
-    links, seconds = eflomal_links(dev + splits["test"], work / "links-multi30k.json", args.samplers)  # as quality's
-    runners = {"Multi30k val": Runner(dev, scorer, translator, args, links[:len(dev)], seconds, 64),
-               "Europarl-NER dev": europarl_runners(args, work, scorer, translator)[0]}
+    dev_runner = multi30k_runners(args, work, scorer, translator, marked_multi30k(args, work))[0]
+    dev = dev_runner.pairs
+    runners = {"Multi30k val": dev_runner, "Europarl-NER dev": europarl_runners(args, work, scorer, translator)[0]}
     grid, body = {}, []
     for size in SHORTLISTS:
         cells = [str(size).lower()]
@@ -758,6 +755,15 @@ def _greedy_seconds(scorer, pairs: list[Pair]) -> float:
 
 
 # --- part 2: Europarl-NER ---------------------------------------------------------------------------------
+
+
+def multi30k_runners(args, work: Path, scorer, translator, splits: dict) -> tuple[Runner, Runner]:
+    """Multi30k's dev (val) and test runners, with eflomal links over both (each its share of eflomal's time)."""
+    dev, test = splits["dev"], splits["test"]
+    links, seconds = eflomal_links(dev + test, work / "links-multi30k.json", args.samplers)
+    per_pair = seconds / len(links)
+    return (Runner(dev, scorer, translator, args, links[:len(dev)], per_pair * len(dev), 64),
+            Runner(test, scorer, translator, args, links[len(dev):], per_pair * len(test), 64))
 
 
 def europarl_runners(args, work: Path, scorer, translator) -> tuple[Runner, Runner, int, float]:
