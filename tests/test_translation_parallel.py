@@ -275,9 +275,11 @@ def test_dataset_inputs_translation_column_and_two_columns():
 def test_eflomal_on_multi30k_finds_real_phrase_pairs(shared_data):
     pytest.importorskip("eflomal")
     folder = shared_data / "multi30k"
-    pairs = list(itertools.islice(pairs_from_files(folder / "train.en.gz", folder / "train.de.gz", "en", "de"), 1500))
+    # eflomal has no seed: at 1,500 pairs "dog"/"Hund" came out as a slot 2 to 7 times (below 3 about one run in
+    # eight); at 3,000 pairs, 11 to 20 times in six runs
+    pairs = list(itertools.islice(pairs_from_files(folder / "train.en.gz", folder / "train.de.gz", "en", "de"), 3000))
     result = mark_parallel(pairs, MarkingConfig(max_slots=3, seed=0))
-    assert result.counts["marked_pairs"] == 1500 and result.timings["align"] > 0
+    assert result.counts["marked_pairs"] == 3000 and result.timings["align"] > 0
     phrase_pairs = Counter((s["source"].lower(), s["target"].lower()) for row in result.dataset for s in row["slots"])
     assert phrase_pairs[("man", "mann")] >= 3, phrase_pairs.most_common(20)
     assert phrase_pairs[("dog", "hund")] >= 3, phrase_pairs.most_common(20)
