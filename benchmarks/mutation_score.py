@@ -145,9 +145,10 @@ MODULES: dict[str, Module] = {
                                    "insertion's search, objective, conflicts, reranking and statuses"),
     "projection.scoring": Module("crop_hf/projection/scoring.py", (
         "shared_prefix", "_resumed_length", "_stack_padded", "TranslationScorer._pairs", "TranslationScorer.score_rows",
-        "TranslationScorer._score_chunk", "TranslationScorer.skip"),
-        "teacher-forced rows, resumed states and rows read from longer ones; loading, directions and the "
-        "encoder pass are wiring every scored-projection test runs"),
+        "TranslationScorer._score_chunk", "TranslationScorer.skip", "TranslationScorer._head", "log_softmax_at",
+        "_sliced", "_DecoderStates.*"),
+        "teacher-forced rows, resumed states, rows read from longer ones and logits read in vocabulary slices; "
+        "loading, directions and the encoder pass are wiring every scored-projection test runs"),
 }
 
 _NAME = re.compile(r"^(?P<module>.+?)\.x(?:ǁ(?P<cls>[^ǁ]+)ǁ|_)(?P<func>.+)__mutmut_(?P<n>\d+)$")

@@ -21,7 +21,7 @@ from crop_hf.projection import TranslationScorer, symmetric_scores, tokenize_tar
 from crop_hf.projection.insertion import candidate_spans, mark_target, target_text
 from crop_hf.projection.methods import PROJECTION_METHODS, ProjectionExample, method_options, project_examples
 from crop_hf.projection.options import HybridRerankOptions, InsertionOptions, RerankOptions
-from crop_hf.projection.scoring import RowScores
+from crop_hf.projection.scoring import RowScores, log_softmax_at
 
 WORDS = ["ich", "wohne", "in", "Göteborg", "und", "arbeite", "für", "Volvo", "am", "Montag", "Paris", ".", "die",
          "Kanzlerin", "besuchte"]
@@ -116,6 +116,61 @@ def test_token_log_probs_are_the_models_own_teacher_forced_probabilities(scorer)
             logits = scorer.model(**batch).logits[0]
         reference = torch.log_softmax(logits.double(), -1).gather(-1, batch["labels"][0].unsqueeze(-1)).squeeze(-1)
         assert values == pytest.approx(reference[1:].tolist(), abs=1e-4)  # the forced __de__ left out
+
+
+@pytest.mark.parametrize("positions", [0, 1, 13])
+@pytest.mark.parametrize("width", [1, 7, 50, 64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_log_probabilities_read_slice_by_slice_are_log_softmax_over_the_whole_vocabulary(positions, width, dtype):
+    """Slices of 1 to 64 ids over 50: one, several, a partial last one; 0 positions and none asked included."""
+    generator = torch.Generator().manual_seed(positions + width)
+    logits = (torch.randn(positions, 50, generator=generator) * 30).to(dtype)
+    labels = torch.randint(0, 50, (positions,), generator=generator)
+    rows = torch.randint(0, max(positions, 1), (2 * positions,), generator=generator)
+    tokens = torch.randint(0, 50, (2 * positions,), generator=generator)
+    own, asked = log_softmax_at(((begin, logits[:, begin:begin + width]) for begin in range(0, 50, width)),
+                                labels, rows, tokens)
+    reference = torch.log_softmax(logits.double(), dim=-1)
+    assert own.dtype == asked.dtype == torch.float32
+    assert own.tolist() == pytest.approx(reference[torch.arange(positions), labels].tolist(), abs=1e-4)
+    assert asked.tolist() == pytest.approx(reference[rows, tokens].tolist(), abs=1e-4)
+
+
+@pytest.mark.parametrize("family", ["m2m100", "bart"])
+def test_scores_read_through_the_output_layer_in_slices_are_the_models_own(request, family, monkeypatch):
+    """The decoder states go through the output layer a slice at a time (bias and final_logits_bias included, set
+    here to random values), and give the log-probabilities of the logits the model returns; a model of a family
+    not known to be just that layer is scored from its own logits."""
+    import crop_hf.projection.scoring as scoring
+
+    monkeypatch.setattr(scoring, "VOCABULARY_SLICE", 37)
+    languages = ("en", "de") if family == "m2m100" else ()
+    scorer = TranslationScorer.from_pretrained(request.getfixturevalue(f"tiny_{family}"), *languages, batch_size=2)
+    head = scorer.model.get_output_embeddings()
+    with torch.no_grad():
+        if family == "bart":
+            scorer.model.final_logits_bias.normal_(0, 3)
+        else:
+            head.bias = torch.nn.Parameter(torch.randn(head.out_features) * 3)
+    sources, targets = ["I live in Gothenburg .", "Volvo", "Paris"], ["Ich wohne in Göteborg .", "Volvo ist eine Firma", "."]
+    encoded = scorer.encode_sources(sources)
+    rows = [(k, ids) for k, ids in enumerate(scorer.encode_targets(targets))]
+    gathers = [[(1, 5), (3, 9)], [], [(0, 2)]]
+    assert scorer._head is head
+    sliced = scorer.score_rows(encoded, rows, gathers)
+    scorer._set_languages()
+    for (k, ids), wanted, row in zip(rows, gathers, sliced, strict=True):
+        batch = scorer.tokenizer(sources[k], return_tensors="pt")
+        with torch.no_grad():
+            logits = scorer.model(**batch, labels=torch.tensor([ids])).logits[0]
+        reference = torch.log_softmax(logits.double(), -1)
+        assert row.log_probs == pytest.approx(reference[torch.arange(len(ids)), torch.tensor(ids)].tolist(), abs=1e-4)
+        assert row.gathered == pytest.approx([reference[t, token].item() for t, token in wanted], abs=1e-4)
+    monkeypatch.setattr(scoring, "SLICED_HEAD_FAMILIES", frozenset())
+    del scorer.__dict__["_head"]
+    assert scorer._head is None
+    for a, b in zip(sliced, scorer.score_rows(encoded, rows, gathers), strict=True):
+        assert a.log_probs + a.gathered == pytest.approx(b.log_probs + b.gathered, abs=1e-5)
 
 
 def test_a_gathered_token_is_the_log_probability_the_sequence_with_that_token_gets(scorer):
