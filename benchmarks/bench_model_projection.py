@@ -63,10 +63,10 @@ reverse score (weight 4; both chosen on val) 0.911, CroP's route lexical 0.488 /
 hybrid 0.921, hybrid_rerank 0.926 (margin 2).
 Europarl-NER test F1: hybrid's defaults 81.8, insertion 11.2 (reranked 18.3), hybrid_rerank with
 Multi30k's margin 80.9.
-Speed at m2m100_418M's shape (the quietest of three runs; the others were slower): insertion 7.2x (10
-best reranked 8.4x), rerank 4.7x a batched greedy translation (exhaustive 7.0x, from scratch 10.1x;
-rerank with shortlist=4 3.2x, insertion with tail_tokens=2 6.6x). Tables and how each setting was
-chosen: docs/benchmarks/bench-model-projection.md.
+Speed at m2m100_418M's shape (2026-12-07, logits read in vocabulary slices): insertion 7.0x (10 best
+reranked 7.9x), rerank 4.8x a batched greedy translation (exhaustive 7.3x, from scratch 9.1x; rerank
+with shortlist=4 2.9x, insertion with tail_tokens=2 5.2x); whole runs move by up to 1.5x on this
+machine. Tables and how each setting was chosen: docs/benchmarks/bench-model-projection.md.
 """
 
 from __future__ import annotations
