@@ -157,7 +157,17 @@ def test_scores_read_through_the_output_layer_in_slices_are_the_models_own(reque
     rows = [(k, ids) for k, ids in enumerate(scorer.encode_targets(targets))]
     gathers = [[(1, 5), (3, 9)], [], [(0, 2)]]
     assert scorer._head is head
-    sliced = scorer.score_rows(encoded, rows, gathers)
+    positions = []  # how many positions the model's own call of its output layer computes
+
+    def spied(call):
+        spy = head.register_forward_hook(lambda module, args, output: positions.append(args[0].shape[1]))
+        try:
+            return call()
+        finally:
+            spy.remove()
+
+    sliced = spied(lambda: scorer.score_rows(encoded, rows, gathers))
+    assert positions == [0, 0]  # two batches of 2 rows: the layer ran only through the slices
     scorer._set_languages()
     for (k, ids), wanted, row in zip(rows, gathers, sliced, strict=True):
         batch = scorer.tokenizer(sources[k], return_tensors="pt")
@@ -169,8 +179,9 @@ def test_scores_read_through_the_output_layer_in_slices_are_the_models_own(reque
     monkeypatch.setattr(scoring, "SLICED_HEAD_FAMILIES", frozenset())
     del scorer.__dict__["_head"]
     assert scorer._head is None
-    for a, b in zip(sliced, scorer.score_rows(encoded, rows, gathers), strict=True):
+    for a, b in zip(sliced, spied(lambda: scorer.score_rows(encoded, rows, gathers)), strict=True):
         assert a.log_probs + a.gathered == pytest.approx(b.log_probs + b.gathered, abs=1e-5)
+    assert len(positions) == 4 and min(positions[2:]) > 0  # the model's own logits, at every position
 
 
 def test_a_gathered_token_is_the_log_probability_the_sequence_with_that_token_gets(scorer):
