@@ -143,6 +143,9 @@ MODULES: dict[str, Module] = {
     "app.render": Module("crop_hf/app/render.py"),
     "projection.insertion": Module("crop_hf/projection/insertion.py", ("*",),
                                    "insertion's search, objective, conflicts, reranking and statuses"),
+    "projection.rerank": Module("crop_hf/projection/rerank.py", ("*",),
+                                "the symmetric score, shortlists, candidates, choices and statuses of rerank and "
+                                "hybrid_rerank"),
     "projection.scoring": Module("crop_hf/projection/scoring.py", (
         "shared_prefix", "_resumed_length", "_stack_padded", "TranslationScorer._pairs", "TranslationScorer.score_rows",
         "TranslationScorer._score_chunk", "TranslationScorer.skip", "TranslationScorer._head", "log_softmax_at",

@@ -21,6 +21,7 @@ from crop_hf.projection import TranslationScorer, symmetric_scores, tokenize_tar
 from crop_hf.projection.insertion import candidate_spans, mark_target, target_text
 from crop_hf.projection.methods import PROJECTION_METHODS, ProjectionExample, method_options, project_examples
 from crop_hf.projection.options import HybridRerankOptions, InsertionOptions, RerankOptions
+from crop_hf.projection.rerank import ngram_spans, project_hybrid_rerank
 from crop_hf.projection.scoring import RowScores, log_softmax_at
 
 WORDS = ["ich", "wohne", "in", "Göteborg", "und", "arbeite", "für", "Volvo", "am", "Montag", "Paris", ".", "die",
@@ -882,10 +883,88 @@ def test_rerank_with_a_real_model_batches_and_takes_hybrids_spans_as_candidates(
     assert kept.tags == hybrid.tags and kept.tags.count("I-LOC") == 3  # hybrid's 4-word span, a candidate too
 
 
+def test_rerank_statuses_for_an_empty_target_and_an_entity_with_no_free_candidate():
+    scorer = FakePlainScorer({("Paris", "Paris"): 0.45, ("Rome", "Paris"): 0.4})
+    examples = [_example("", "Paris and Rome", [(0, 1, "LOC"), (2, 3, "GPE")]),
+                _example("Paris", "Paris and Rome", [(0, 1, "LOC"), (2, 3, "GPE")]),
+                _example("Paris", "Paris and Rome", [])]
+    empty, one, none = project_examples("rerank", examples, scorer=scorer)
+    assert [(s.text, s.label, s.status) for s in empty.statuses] == [("Paris", "LOC", "empty_target"),
+                                                                     ("Rome", "GPE", "empty_target")]
+    assert empty.entities == [] and empty.reason == "empty_target" and not empty.complete
+    assert empty.method == one.method == "rerank"
+    assert _spans(one) == [(0, 1, "LOC")] and one.entities[0].score == pytest.approx(0.9)
+    assert [(s.text, s.label, s.status) for s in one.statuses] == [("Paris", "LOC", "projected"),
+                                                                   ("Rome", "GPE", "conflict")]
+    assert one.reason == "entity_not_projected" and none.complete and none.statuses == []
+    assert [r.kept for r in project_examples("rerank?drop_incomplete=true", examples, scorer=scorer)] == [
+        False, False, True]
+    assert [r.kept for r in project_examples("rerank?drop_incomplete=false", examples, scorer=scorer)] == [
+        True, True, True]
+
+
+def test_hybrid_rerank_keeps_hybrids_status_and_match_and_rounds_its_score():
+    """Hybrid found Göteborg as the translated entity's text; the model's score is put on it, to two decimals."""
+    example = _example("Jag såg Göteborg idag", "I saw Gothenburg", [(2, 3, "LOC")], alignment=[(0, 0), (1, 1)],
+                       entities=[("Göteborg", "LOC")])
+    scorer = FakePlainScorer({("Gothenburg", "Göteborg"): 0.1234, ("Gothenburg", "idag"): 0.2})
+    (kept,) = project_examples("hybrid_rerank?margin=1", [example], scorer=scorer)
+    hybrid = project_examples("hybrid", [example])[0]
+    assert _spans(kept) == _spans(hybrid) == [(2, 3, "LOC")]
+    assert [s.status for s in kept.statuses] == [s.status for s in hybrid.statuses] != ["projected"]
+    assert kept.entities[0].match == hybrid.entities[0].match and kept.entities[0].score == 0.25
+    assert kept.method == "hybrid_rerank"
+    (replaced,) = project_examples("hybrid_rerank?margin=0.1", [example], scorer=scorer)
+    assert _spans(replaced) == [(3, 4, "LOC")] and replaced.entities[0].match == "rerank"
+    assert replaced.statuses[0].status == "projected" and replaced.entities[0].score == pytest.approx(0.4)
+
+
+def test_rerank_errors_name_the_sentence():
+    good = _example("Paris", "Paris", [(0, 1, "LOC")], alignment=[(0, 0)])
+    scorer = FakePlainScorer({})
+    no_links = _example("Paris", "Paris", [(0, 1, "LOC")])
+    with pytest.raises(ValueError, match=r"^alignment projection needs an 'alignment' in each input"):
+        project_examples("hybrid_rerank", [good, no_links], scorer=scorer)  # the method's wrapper checks first
+    with pytest.raises(ValueError, match=r"^sentence 1: hybrid_rerank needs an alignment \(see align_missing\)$"):
+        project_hybrid_rerank([good, no_links], HybridRerankOptions(), scorer)
+    with pytest.raises(ValueError, match=r"^sentence 1: span \(0, 2, 'LOC'\) is empty or outside the 1 source tokens$"):
+        project_examples("rerank", [good, _example("Paris", "Paris", [(0, 2, "LOC")])], scorer=scorer)
+    with pytest.raises(ValueError, match=r"^sentence 0: rerank projection needs source_tokens and source_spans$"):
+        project_examples("rerank", [ProjectionExample(tokenize_target("Paris"))], scorer=scorer)
+    with pytest.raises(ValueError, match=r"^sentence 0: span \(1, 1, 'LOC'\) is empty or outside the 2 source tokens$"):
+        project_examples("rerank", [_example("Paris", "Paris Rome", [(1, 1, "LOC")])], scorer=scorer)
+    with pytest.raises(ValueError, match=r"^hybrid_rerank projection scores spans with a translation model"):
+        project_hybrid_rerank([good], HybridRerankOptions(), None)
+
+
+def test_rerank_candidates_proposed_by_links_and_by_translated_entities_and_adjacent_spans():
+    """max_span_words=1, so the two-word "New York" is a candidate only where hybrid (links) or fuzzy (translated
+    entities) proposes it; spans that only touch do not overlap; batches of one sentence are all returned."""
+    scorer = FakePlainScorer({("New York", "New York"): 0.45, ("Paris", "Paris"): 0.45, ("Rome", "Rom"): 0.4})
+    linked = _example("Jag såg New York idag", "I saw New York", [(2, 4, "LOC")], alignment=[(2, 2), (3, 3)])
+    named = _example("Jag såg New York idag", "I saw New York", [(2, 4, "LOC")], entities=[("New York", "LOC")])
+    for example in (linked, named):
+        [all_], [ngrams] = (project_examples(f"rerank?max_span_words=1&candidates={which}", [example], scorer=scorer)
+                            for which in ("all", "ngrams"))
+        assert _spans(all_) == [(2, 4, "LOC")] and all_.entities[0].score == pytest.approx(0.9)
+        assert all(e.token_end - e.token_start == 1 for e in ngrams.entities)
+    touching = _example("Paris Rom", "Paris and Rome", [(0, 1, "LOC"), (2, 3, "LOC")])
+    one_at_a_time = FakePlainScorer(scorer.table)
+    one_at_a_time.sentences_per_batch = 1
+    results = project_examples("rerank", [touching, touching], scorer=one_at_a_time)
+    assert [_spans(r) for r in results] == [[(0, 1, "LOC"), (1, 2, "LOC")]] * 2
+
+
+def test_ngram_candidates_neither_start_nor_end_with_punctuation():
+    assert ngram_spans(tokenize_target("Ich , wohne in Göteborg ."), 2) == [
+        (0, 1), (2, 3), (2, 4), (3, 4), (3, 5), (4, 5)]
+
+
 def test_rerank_needs_the_reverse_direction(tiny_bart):
     bart = TranslationScorer.from_pretrained(tiny_bart)
     example = _example("a b", "x", [(0, 1, "X")])
-    with pytest.raises(ValueError, match=r"reranking needs the reverse direction .* translates one fixed direction"):
+    with pytest.raises(ValueError, match=r"reranking needs the reverse direction \(target→source\) .* translates one "
+                                         "fixed direction"):
         project_examples("rerank", [example], scorer=bart)
 
 
