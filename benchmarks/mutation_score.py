@@ -149,7 +149,7 @@ MODULES: dict[str, Module] = {
     "projection.scoring": Module("crop_hf/projection/scoring.py", (
         "shared_prefix", "_resumed_length", "_stack_padded", "TranslationScorer._pairs", "TranslationScorer.score_rows",
         "TranslationScorer._score_chunk", "TranslationScorer.skip", "TranslationScorer._head", "log_softmax_at",
-        "_sliced", "_DecoderStates.*"),
+        "_slices", "_DecoderStates.*"),
         "teacher-forced rows, resumed states, rows read from longer ones and logits read in vocabulary slices; "
         "loading, directions and the encoder pass are wiring every scored-projection test runs"),
 }

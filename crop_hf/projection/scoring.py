@@ -43,7 +43,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -369,7 +369,11 @@ class TranslationScorer:
             output = self.model(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=source_mask,
                                 decoder_input_ids=decoder_input[:, start:], decoder_attention_mask=target_mask,
                                 use_cache=keep or bool(start), **past)
-        logits = decoder.logits(self.model, real) if decoder.states is not None else _sliced(output.logits[real])
+        if decoder.states is not None:
+            logits = decoder.logits(self.model, real)
+        else:
+            full = output.logits[real]
+            logits = _slices(full.shape[-1], lambda begin, end: full[:, begin:end])
         own, values = log_softmax_at(logits, labels[:, start:][real], where[asked[:, 0], asked[:, 1]], asked[:, 2])
         own, values = own.double().tolist(), values.double().tolist()
         kept = _kept_states(output) if keep else None
@@ -493,9 +497,8 @@ def log_softmax_at(logits: Any, labels: Any, rows: Any, tokens: Any) -> tuple[An
     ``logits`` yields ``(begin, block)``: the ``[N, width]`` logits of vocabulary ids ``begin`` onwards, slice
     after slice. The normalizer is accumulated over the slices (``logaddexp`` of each one's ``logsumexp``). With
     M2M100's 128k-token vocabulary, a batch of 32 rows of 40 tokens has 655 MB of float32 logits, written, paged in
-    and read again by ``logsumexp``; slices of 4,096 ids (:data:`VOCABULARY_SLICE`) stay at 21 MB. Replaying the
-    decoder calls of the speed benchmark (m2m100_418M's shape, 2 CPU cores, three rounds, old and new in turn), the
-    medians were 0.79x the time for insertion's calls and 0.90x for rerank's, with 0.4x the system time.
+    and read again by ``logsumexp``; slices of 4,096 ids (:data:`VOCABULARY_SLICE`) stay at 21 MB (the time saved:
+    ``docs/benchmarks/bench-model-projection.md``).
     """
     import torch
 
@@ -514,10 +517,10 @@ def log_softmax_at(logits: Any, labels: Any, rows: Any, tokens: Any) -> tuple[An
     return own - normalizer, asked - normalizer[rows]
 
 
-def _sliced(logits: Any) -> Any:
-    """``(begin, logits[:, begin:begin + VOCABULARY_SLICE])`` over the vocabulary of ``[N, vocabulary]`` logits."""
-    for begin in range(0, logits.shape[-1], VOCABULARY_SLICE):
-        yield begin, logits[:, begin:begin + VOCABULARY_SLICE]
+def _slices(width: int, block: Callable[[int, int], Any]) -> Iterator[tuple[int, Any]]:
+    """``(begin, block(begin, end))`` over vocabulary ids 0 to ``width``, :data:`VOCABULARY_SLICE` ids at a time."""
+    for begin in range(0, width, VOCABULARY_SLICE):
+        yield begin, block(begin, min(begin + VOCABULARY_SLICE, width))
 
 
 class _DecoderStates:
@@ -547,10 +550,12 @@ class _DecoderStates:
 
         states, bias = self.states[real], getattr(model, "final_logits_bias", None)
         weight, shift = self.head.weight, self.head.bias
-        for begin in range(0, weight.shape[0], VOCABULARY_SLICE):
-            end = begin + VOCABULARY_SLICE
-            block = torch.nn.functional.linear(states, weight[begin:end], None if shift is None else shift[begin:end])
-            yield begin, block if bias is None else block + bias[..., begin:end]
+
+        def block(begin: int, end: int) -> Any:
+            values = torch.nn.functional.linear(states, weight[begin:end], None if shift is None else shift[begin:end])
+            return values if bias is None else values + bias[..., begin:end]
+
+        return _slices(weight.shape[0], block)
 
 
 def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
