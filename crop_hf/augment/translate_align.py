@@ -62,6 +62,9 @@ from crop_hf.projection.methods import (
 )
 from crop_hf.seqlogical import FlatParse, from_flat, parse, to_flat
 from crop_hf.tables import format_table
+from crop_hf.translation.apertium import check_apertium, describe_translator, is_apertium, not_applicable
+from crop_hf.translation.loading import load_translator
+from crop_hf.translation.text_engine import TextEngineTranslationPipeline
 
 logger = logging.getLogger(__name__)
 
@@ -139,7 +142,8 @@ class TranslateAlignConfig:
         default=False, metadata={"help": "Replace a finished result of other settings in output_dir (without it, "
                                          "such a folder is an error; the same settings resume)."})
     mt_model: str = field(default="facebook/m2m100_418M", metadata=changes_results({
-        "help": "Any seq2seq translation model (M2M100, NLLB, MarianMT, mBART-50)."}))
+        "help": "Any seq2seq translation model (M2M100, NLLB, MarianMT, mBART-50), or 'apertium' (the rule-based "
+                "engine, from Debian's apertium and its pair packages; alignment methods only)."}))
     mt_revision: str | None = field(default=None, metadata=changes_results({"help": "Revision of mt_model."}))
     method: str = field(default="alignment", metadata=changes_results({
         "help": "Projection method: alignment (CSTOP's split rule), hybrid (lexical first, alignment for the rest), "
@@ -186,6 +190,14 @@ class TranslateAlignConfig:
         if self.shard_size < 1:
             raise ValueError(f"shard_size must be positive, got {self.shard_size}")
         check_symmetrization(self.symmetrization)
+        if is_apertium(self.mt_model):
+            _, refused = not_applicable(scoring_method=self.method if method.uses_scorer else None)
+            if self.mt_revision is not None:
+                refused.append(f"--mt_revision {self.mt_revision}")
+            if refused:
+                raise ValueError(f"--mt_model apertium: {', '.join(refused)} cannot apply to Apertium, which "
+                                 "translates text itself (no beams, scores or revisions)")
+            check_apertium([(self.src_lang, self.tgt_lang)])  # binary and pair, before any work
 
     def result_arguments(self) -> dict[str, Any]:
         """Every setting that changes the output (the fields marked so): the shard fingerprint, less the inputs."""
@@ -214,8 +226,9 @@ class TranslateAlignModels:
 
         chosen, options = method_options(config.method)
         if not chosen.uses_scorer:
-            translator = pipeline("labeled-translation", model=config.mt_model, revision=config.mt_revision,
-                                  device=device, batch_size=config.batch_size)
+            options = {} if is_apertium(config.mt_model) else {"revision": config.mt_revision, "device": device,
+                                                               "batch_size": config.batch_size}
+            translator = load_translator(config.mt_model, **options)
             return cls(translator, EflomalAligner(symmetrization=config.symmetrization))
         scorer = TranslationScorer.from_pretrained(config.mt_model, config.src_lang, config.tgt_lang,
                                                    revision=config.mt_revision, device=device,
@@ -281,8 +294,10 @@ def align_batch(
         check_scorer(config.method, models.scorer)  # models given without a (fitting) scorer: said before translating
     records = [ParseRecord.read(item) for item in items]
     alive = [record for record in records if record.alive]
-    translate = partial(models.translator, src_lang=config.src_lang, tgt_lang=config.tgt_lang,
-                        num_return_sequences=1, num_beams=config.num_beams, max_new_tokens=config.max_new_tokens)
+    # a text engine (Apertium) decodes nothing: the run said once, before any work, that beams do not apply
+    generation = {} if isinstance(models.translator, TextEngineTranslationPipeline) else {
+        "num_return_sequences": 1, "num_beams": config.num_beams, "max_new_tokens": config.max_new_tokens}
+    translate = partial(models.translator, src_lang=config.src_lang, tgt_lang=config.tgt_lang, **generation)
     for record, output in zip(alive, each_or_none(translate, [r.utterance for r in alive]), strict=True):
         record.translation = ((output or {}).get("translation") or "").strip()
         if not record.translation:
@@ -398,7 +413,19 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse, TranslateAlignResu
         self.given_models = models
 
     def fingerprint_arguments(self) -> dict[str, Any]:
-        return {**super().fingerprint_arguments(), "recipe": "translate-align"}
+        return {**super().fingerprint_arguments(), "recipe": "translate-align", **self.translator}
+
+    @cached_property
+    def translator(self) -> dict[str, Any]:
+        """What the fingerprint and the card say of a translation engine (Apertium); empty for a model."""
+        return describe_translator(self.config.mt_model, [(self.config.src_lang, self.config.tgt_lang)])
+
+    def before_run(self) -> None:
+        for line in foreign_rules(self.config.method, [self.config.tgt_lang]):
+            logger.warning(line)  # Hindi's postpositions on Spanish, say: once per run
+        if is_apertium(self.config.mt_model) and self.config.num_beams != 1:
+            logger.warning("--mt_model apertium gives one translation per sentence: --num_beams %d does not apply",
+                           self.config.num_beams)
 
     @cached_property
     def models(self) -> tuple[TranslateAlignModels, Any]:
@@ -406,10 +433,6 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse, TranslateAlignResu
         config = self.config  # shards.process_state read through the module: a test's replacement is seen
         models = self.given_models or TranslateAlignModels.load(config, device=config.device or shards.process_state().device)
         return models, language_filter(config.src_lang, config.tgt_lang) if config.language_filter else None
-
-    def before_run(self) -> None:
-        for line in foreign_rules(self.config.method, [self.config.tgt_lang]):
-            logger.warning(line)  # Hindi's postpositions on Spanish, say: once per run
 
     def shard_keys(self) -> list[str]:
         return [self.config.tgt_lang]
@@ -449,10 +472,13 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse, TranslateAlignResu
             placed = f"the slots projected ({config.method} projection; a discontinuous slot becomes separate slots " \
                      "of its type)."
         role = "translation and slot placement" if method.uses_scorer else "translation"
-        models = {role: config.mt_model, **({"word alignment": "eflomal"} if method.uses_alignment else {})}
+        engine = self.translator.get("translator")
+        translator = (f"Apertium {engine['version']} ({', '.join(engine['pairs'])}, data "
+                      f"{', '.join(engine['pairs'].values())})" if engine else config.mt_model)
+        models = {role: translator, **({"word alignment": "eflomal"} if method.uses_alignment else {})}
         return augmentation_card(
             recipe="translate-and-align",
-            description=(f"English parses were translated into `{config.tgt_lang}` by `{config.mt_model}`, "
+            description=(f"English parses were translated into `{config.tgt_lang}` by `{translator}`, "
                          f"{aligned}{placed}"),
             languages=[config.tgt_lang], models=models,
             counts=self.statistics_record(statistics), reasons=TRANSLATE_ALIGN_REASONS, features=FEATURES,

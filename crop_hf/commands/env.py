@@ -7,6 +7,8 @@ import platform
 from dataclasses import dataclass, field
 from importlib import metadata
 
+from crop_hf.translation.apertium import Apertium, ApertiumNotInstalledError
+
 PACKAGES = (
     "crop-hf", "torch", "transformers", "tokenizers", "datasets", "accelerate", "huggingface_hub",
     "sentencepiece", "peft", "seqeval", "sacrebleu", "langid", "eflomal", "simalign",
@@ -24,14 +26,27 @@ CONFIG_CLASSES = (EnvConfig,)
 
 
 def collect() -> dict[str, str]:
-    """Python, platform and the installed version of each package (``"not installed"`` when absent)."""
+    """Python, platform, the installed version of each package (``"not installed"`` when absent), and
+    Apertium (``--mt_model apertium``): its version and installed pairs."""
     info = {"python": platform.python_version(), "platform": platform.platform()}
     for name in PACKAGES:
         try:
             info[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             info[name] = "not installed"
+    info.update(apertium())
     return info
+
+
+def apertium() -> dict[str, str]:
+    """``apertium`` and ``apertium pairs``: the engine's version and its installed pairs, or why there are none."""
+    engine = Apertium()
+    try:
+        return {"apertium": engine.version, "apertium pairs": " ".join(engine.installed_pairs) or "none"}
+    except ApertiumNotInstalledError:
+        return {"apertium": "not installed (apt-get install apertium apertium-eng-spa)", "apertium pairs": "none"}
+    except (OSError, RuntimeError) as error:
+        return {"apertium": f"not working: {error}", "apertium pairs": "none"}
 
 
 def run(config: EnvConfig) -> int:

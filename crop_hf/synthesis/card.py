@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from crop_hf.hub import card_template, size_category
 from crop_hf.projection.methods import placement
@@ -20,11 +21,14 @@ def synthesis_card(
     command_line: str,
     fingerprint: str,
     columns: Sequence[str],
+    translator: Mapping[str, Any] | None = None,
 ) -> str:
     """The card of a synthesized corpus: models and revisions, languages, counts per filter, command line, settings.
 
     ``config`` is the run's :class:`~crop_hf.synthesis.SynthesisConfig`; ``columns`` the statistics
-    columns in table order (:data:`crop_hf.synthesis.filters.STATISTICS_COLUMNS`).
+    columns in table order (:data:`crop_hf.synthesis.filters.STATISTICS_COLUMNS`); ``translator`` what
+    :func:`~crop_hf.translation.apertium.describe_translator` says of a translation engine (its version
+    and pairs), ``None`` for a model.
     """
     from huggingface_hub import DatasetCard, DatasetCardData
 
@@ -54,6 +58,7 @@ def synthesis_card(
         placement=placement(config.method),
         mt_model=config.mt_model,
         mt_revision=config.mt_revision,
+        translator=translator,
         ner_model=config.ner_model,
         ner_revision=config.ner_revision,
         alignment_model=config.alignment_model,

@@ -9,6 +9,7 @@ from crop_hf.arguments import changes_results, renamed_from
 from crop_hf.engine.jobs import result_arguments, result_fields
 from crop_hf.errors import check_device, check_language_code
 from crop_hf.projection.methods import get_method
+from crop_hf.translation.apertium import check_apertium, is_apertium, not_applicable
 
 __all__ = ["EFLOMAL", "RESULT_FIELDS", "SynthesisConfig"]
 
@@ -38,7 +39,9 @@ class SynthesisConfig:
                                          "such a folder is an error; the same settings resume)."})
     src_lang: str = field(default="en", metadata=renamed_from("source_lang", changes_results(
         {"help": "Language of the source NER model."})))
-    mt_model: str = field(default="facebook/m2m100_418M", metadata=changes_results({"help": "Multilingual translation model."}))
+    mt_model: str = field(default="facebook/m2m100_418M", metadata=changes_results({
+        "help": "Multilingual translation model, or 'apertium' (the rule-based engine, from Debian's apertium and "
+                "its pair packages; no beams, backend or model-scored methods)."}))
     mt_revision: str | None = field(default=None, metadata=changes_results({"help": "Hub revision of the translation model."}))
     ner_model: str = field(
         default="FacebookAI/xlm-roberta-large-finetuned-conll03-english",
@@ -114,6 +117,16 @@ class SynthesisConfig:
             raise ValueError(f"method={self.method!r} scores the raw sentence with mt_model itself (teacher forcing "
                              f"in transformers), which backend={self.backend!r} cannot do: use "
                              "backend='transformers' with this method")
+        if is_apertium(self.mt_model):
+            _, refused = not_applicable(constrain_markers=self.constrain_markers, backend=self.backend,
+                                        compute_type=self.compute_type,
+                                        scoring_method=self.method if method.uses_scorer else None)
+            if self.mt_revision is not None:
+                refused.append(f"--mt_revision {self.mt_revision}")
+            if refused:
+                raise ValueError(f"--mt_model apertium: {', '.join(refused)} cannot apply to Apertium, which "
+                                 "translates text itself (no beams, scores, backends or revisions)")
+            check_apertium(self.translation_directions())  # binary and pairs, before any work
         if self.alignment_model == EFLOMAL:
             from importlib.util import find_spec
 
@@ -134,6 +147,14 @@ class SynthesisConfig:
             if find_spec("matplotlib") is None:
                 raise ImportError("report=True draws plots with matplotlib, which is not installed: "
                                   "pip install 'crop-hf[report]'")
+
+    def translation_directions(self) -> list[tuple[str, str]]:
+        """The directions the run translates: each target language into ``src_lang``, and back with markers
+        unless the method projects without a back-translation (alignment, hybrid, model-scored)."""
+        method = get_method(self.method)
+        back = not (method.uses_alignment or method.uses_scorer)
+        return [direction for lang in self.tgt_langs
+                for direction in ((lang, self.src_lang), *(((self.src_lang, lang),) if back else ()))]
 
     def result_arguments(self) -> dict[str, Any]:
         """The fields that change results (marked ``"result"`` in their metadata): they make up the shard fingerprint."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from crop_hf.synthesis.inputs import iter_raw_sentences
 from crop_hf.synthesis.rows import DiscardedSentence, KeptSentence, kept_features
 from crop_hf.synthesis.stages import SynthesisModels, shard_scorer, synthesize_shard
 from crop_hf.tables import format_table
+from crop_hf.translation.apertium import describe_translator, is_apertium, not_applicable
 
 logger = logging.getLogger(__name__)
 
@@ -120,9 +122,24 @@ class SynthesisRunner(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult
         self.skipped_shards = dict(result.skipped_shards)
         return result
 
+    def fingerprint_arguments(self) -> dict[str, Any]:
+        # Apertium's version and pair data change its translations: a run with others starts afresh
+        return {**super().fingerprint_arguments(), **self.translator}
+
+    @cached_property
+    def translator(self) -> dict[str, Any]:
+        """What the fingerprint and the card say of a translation engine (Apertium); empty for a model."""
+        return describe_translator(self.config.mt_model, self.config.translation_directions())
+
     def before_run(self) -> None:
         for line in foreign_rules(self.config.method, self.config.tgt_langs):
             logger.warning(line)  # German's rules on Spanish, say: once per run, before hours of work
+        if is_apertium(self.config.mt_model):
+            ignored, _ = not_applicable(num_beams=self.config.num_beams,
+                                        num_return_sequences=self.config.num_return_sequences)
+            if ignored:
+                logger.warning("--mt_model apertium gives one translation per sentence: %s %s not apply",
+                               " and ".join(ignored), "does" if len(ignored) == 1 else "do")
         if self._models is not None and get_method(self.config.method).uses_scorer:
             for lang in self.config.tgt_langs:  # models given: their scorer is checked before any shard
                 shard_scorer(self.config, self._models.scorer, lang)  # (loaded ones are checked as they load)
@@ -146,7 +163,8 @@ class SynthesisRunner(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult
 
     def card(self, statistics: Mapping[str, Mapping[str, float]], *, command_line: str) -> str:
         return synthesis_card(self.config, statistics, self._label_names(), command_line=command_line,
-                              fingerprint=self.store.fingerprint, columns=STATISTICS_COLUMNS)
+                              fingerprint=self.store.fingerprint, columns=STATISTICS_COLUMNS,
+                              translator=self.translator.get("translator"))
 
     def after_merge(self, statistics: Mapping[str, Mapping[str, float]]) -> None:
         if self.config.report:  # crop_hf.report.write_report read per call: a test's replacement is seen

@@ -49,6 +49,9 @@ from crop_hf.projection.scoring import TranslationScorer
 from crop_hf.synthesis.config import EFLOMAL, SynthesisConfig
 from crop_hf.synthesis.inputs import UndecodableLine
 from crop_hf.synthesis.rows import DiscardedSentence, KeptSentence
+from crop_hf.translation.apertium import is_apertium
+from crop_hf.translation.loading import load_translator
+from crop_hf.translation.text_engine import TextEngineTranslationPipeline
 
 logger = logging.getLogger(__name__)
 
@@ -92,11 +95,12 @@ class SynthesisModels:
                                   batch_size=config.batch_size, backend=config.backend,
                                   compute_type=config.compute_type, constrain_markers=config.constrain_markers,
                                   marker_style=getattr(options, "marker_style", None), max_slots=0)
+        elif is_apertium(config.mt_model):  # its own batches and format handling: no model options
+            translator = load_translator(config.mt_model)
         else:
-            with reaching(config.mt_model, "translation model (mt_model)"):
-                translator = pipeline("labeled-translation", model=config.mt_model, revision=config.mt_revision,
-                                      device=device, batch_size=config.batch_size, backend=config.backend,
-                                      compute_type=config.compute_type, constrain_markers=config.constrain_markers)
+            translator = load_translator(config.mt_model, revision=config.mt_revision, device=device,
+                                         batch_size=config.batch_size, backend=config.backend,
+                                         compute_type=config.compute_type, constrain_markers=config.constrain_markers)
         with reaching(config.ner_model, "NER model (ner_model)"):
             tagger = pipeline("token-classification", model=config.ner_model, revision=config.ner_revision,
                               aggregation_strategy="first", device=device)
@@ -189,9 +193,11 @@ def synthesize_shard(
 
     # 1. translate into the source language
     stage("translate")
-    generation = {"num_beams": config.num_beams, "max_new_tokens": config.max_new_tokens}
-    translate_to_source = partial(models.translator, src_lang=lang, tgt_lang=src, num_return_sequences=1,
-                                  **generation)
+    # a text engine (Apertium) decodes nothing: the run said once, before any work, that these do not apply
+    engine = isinstance(models.translator, TextEngineTranslationPipeline)
+    generation = {} if engine else {"num_beams": config.num_beams, "max_new_tokens": config.max_new_tokens}
+    translate_to_source = partial(models.translator, src_lang=lang, tgt_lang=src,
+                                  **({} if engine else {"num_return_sequences": 1}), **generation)
     for record, output in _apply(translate_to_source, alive, [r.text for r in alive]):
         translation = record.source_translation = output["translation"]
         if not translation or (language_filter and not language_filter.accepts(translation, src)):
@@ -220,8 +226,8 @@ def synthesize_shard(
     else:
         # 3. back-translate with markers
         stage("back-translate")
-        translate_back = partial(models.translator, src_lang=src, tgt_lang=lang,
-                                 num_return_sequences=config.num_return_sequences, **generation)
+        translate_back = partial(models.translator, src_lang=src, tgt_lang=lang, **generation,
+                                 **({} if engine else {"num_return_sequences": config.num_return_sequences}))
         labeled = [{"text": r.source_translation, "entities": r.source_entities} for r in alive]
         for record, output in _apply(translate_back, alive, labeled):
             record.labeled_translation = output["marked_translation"]

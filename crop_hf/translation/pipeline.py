@@ -24,12 +24,12 @@ from transformers import GenerationConfig, Pipeline
 
 from crop_hf import _registration
 from crop_hf.data.features import tag_names
-from crop_hf.labels import tags_to_spans
 from crop_hf.markers import Extraction, MarkedSentence, MarkerStyle, get_marker_style
 from crop_hf.translation.backends import make_backend
 from crop_hf.translation.constraints import MarkerConstraintProcessor
 from crop_hf.translation.languages import LanguageSetup, resolve_languages
 from crop_hf.translation.marker_tokens import MarkerVocabulary, add_marker_tokens
+from crop_hf.translation.text_engine import TextEngine, TextEngineTranslationPipeline, mark_all, mark_record
 
 __all__ = ["LabeledSequenceTranslationPipeline"]
 
@@ -64,14 +64,26 @@ class LabeledSequenceTranslationPipeline(Pipeline):
     (``text``, ``label``, ``start``, ``end`` into ``translation``, ``slot``), ``complete``,
     ``failures`` (``slot``, ``reason``, ``label``, ``text`` per broken slot), ``hypotheses_tried``,
     ``source`` and ``marked_source``.
+
+    ``model`` may also be a text-level engine such as :class:`~crop_hf.translation.apertium.Apertium`:
+    the pipeline is then a :class:`~crop_hf.translation.text_engine.TextEngineTranslationPipeline`,
+    with the same inputs, parameters and outputs.
     """
 
     _load_processor = False
     _load_image_processor = False
     _load_feature_extractor = False
-    _load_tokenizer = True
+    # optional, so that a text-level engine (no tokenizer) passes through transformers.pipeline; a model
+    # still gets its tokenizer, and one that cannot be loaded raises its own error in __init__
+    _load_tokenizer = None
     _pipeline_calls_generate = True
     _default_generation_config = GenerationConfig(max_new_tokens=256)
+
+    def __new__(cls, *args, **kwargs):
+        model = kwargs.get("model", args[0] if args else None)
+        if isinstance(model, TextEngine):  # not an instance of cls: Python does not call __init__ again
+            return TextEngineTranslationPipeline(model, **{k: v for k, v in kwargs.items() if k != "model"})
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -88,6 +100,15 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         self.marker_style = get_marker_style(marker_style)
         self.constrain_markers = constrain_markers
         self._marker_vocabulary = None
+        model = kwargs.get("model", args[0] if args else None)
+        if kwargs.get("tokenizer", args[1] if len(args) > 1 else None) is None:
+            from transformers import AutoTokenizer
+
+            name = getattr(model, "name_or_path", None)
+            if not name:
+                raise ValueError("labeled-translation needs the model's tokenizer: pass tokenizer=...")
+            kwargs["tokenizer"] = AutoTokenizer.from_pretrained(name)  # raises the loader's own error
+            args = args[:1]
         super().__init__(*args, **kwargs)
         self._ensure_marker_tokens(max_slots)
         self._default_languages: LanguageSetup | None = None
@@ -161,28 +182,9 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         label_names: Sequence[str] | None = None,
         scheme: str = "IOB2",
     ) -> MarkedSentence:
-        """Turn one input record into a :class:`MarkedSentence` in this pipeline's marker style."""
-        if isinstance(record, MarkedSentence):
-            return record
-        if isinstance(record, str):
-            return self.marker_style.mark_text(record, [])
-        if not isinstance(record, Mapping):
-            raise TypeError(f"expected a dict with 'tokens' and 'ner_tags' or 'text' and 'entities', got {type(record)}")
-        if "tokens" in record:
-            tags = record.get("ner_tags", record.get("tags"))
-            if tags is None:
-                raise ValueError("a record with 'tokens' needs 'ner_tags' (IOB2 strings, or ids with label_names)")
-            tags = list(tags)
-            if len(tags) != len(record["tokens"]):
-                raise ValueError(f"{len(record['tokens'])} tokens but {len(tags)} tags")
-            if tags and not isinstance(tags[0], str):
-                if label_names is None:
-                    raise ValueError("ner_tags are ids: pass label_names (e.g. crop_hf.CONLL_LABELS.names)")
-                tags = [label_names[int(tag)] for tag in tags]
-            return self.marker_style.mark_tokens(list(record["tokens"]), tags_to_spans(tags, scheme))
-        if "text" in record:
-            return self.marker_style.mark_text(record["text"], record.get("entities") or [])
-        raise ValueError(f"expected 'tokens' and 'ner_tags', or 'text' and 'entities'; got keys {sorted(record)}")
+        """Turn one input record into a :class:`MarkedSentence` in this pipeline's marker style
+        (:func:`~crop_hf.translation.text_engine.mark_record`)."""
+        return mark_record(self.marker_style, record, label_names, scheme)
 
     # --- calling ----------------------------------------------------------------------------
 
@@ -205,12 +207,7 @@ class LabeledSequenceTranslationPipeline(Pipeline):
         """Translate ``window`` records at a time, sorted by length so batches pad little."""
         offset = 0
         while chunk := list(islice(records, window)):
-            marked = []
-            for index, record in enumerate(chunk, start=offset):
-                try:
-                    marked.append(self.mark(record, label_names, scheme))
-                except (ValueError, TypeError, KeyError, IndexError) as err:
-                    raise type(err)(f"sentence {index}: {err}") from err
+            marked = mark_all(self.marker_style, chunk, label_names, scheme, offset)
             order = sorted(range(len(marked)), key=lambda i: len(marked[i].text))
             outputs = super().__call__([marked[i] for i in order], **kwargs)
             results: list[dict | None] = [None] * len(marked)
