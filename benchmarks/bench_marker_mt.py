@@ -46,6 +46,7 @@ import math
 import os
 import random
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 RECIPES = {
@@ -58,12 +59,64 @@ RECIPES = {
 }
 #: Held-out slot sets: any phrase pair, or phrase pairs that neither begin nor end with a function word.
 HELDOUT = ("any", "content")
+CORPORA = ("multi30k", "news")
+#: news-parallel's origin of the FLORES-101 devtest lines: never trained on (first half dev, second half test).
+FLORES = "flores101-devtest"
+
+
+def corpus_pairs(args) -> Iterator:
+    """Every pair to mark, its ``origin`` prefixed with its part: ``train:``, ``dev:`` (scored while training),
+    and the sets scored at the end (``val:`` for multi30k; ``test:`` FLORES and ``multi30k_test:`` for news).
+
+    All parts are aligned together, as before (eflomal learns from every pair it is given; no part's
+    translations are trained on but ``train:``'s).
+    """
+    from crop_hf.translation.parallel import ParallelPair, pairs_from_files
+
+    data = Path(args.data_dir)
+
+    def tagged(part: str, pairs):
+        for pair in pairs:
+            yield ParallelPair(pair.source, pair.target, pair.src_lang, pair.tgt_lang, f"{part}:{pair.origin}", pair.line)
+
+    if args.corpus == "multi30k":
+        yield from tagged("train", pairs_from_files(data / "train.en.gz", data / "train.de.gz", "en", "de"))
+        yield from tagged("dev", pairs_from_files(data / "val.en.gz", data / "val.de.gz", "en", "de"))
+        return
+    import gzip
+
+    news = Path(args.news_dir)
+    with gzip.open(news / "de-en.origin.gz", "rt", encoding="utf-8") as handle:
+        origins = [line.rstrip("\n") for line in handle]
+    flores = [k for k, origin in enumerate(origins) if origin == FLORES]
+    if not flores:
+        raise SystemExit(f"{news}: no {FLORES} lines to hold out")
+    dev = set(flores[: len(flores) // 2])
+    for pair, origin in zip(pairs_from_files(news / "de-en.en.gz", news / "de-en.de.gz", "en", "de"), origins,
+                            strict=True):
+        part = ("dev" if pair.line - 1 in dev else "test") if origin == FLORES else "train"
+        yield ParallelPair(pair.source, pair.target, "en", "de", f"{part}:{origin}", pair.line)
+    yield from tagged("train", pairs_from_files(data / "train.en.gz", data / "train.de.gz", "en", "de"))
+    yield from tagged("multi30k_test", pairs_from_files(data / "test_2016_flickr.en.gz",
+                                                        data / "test_2016_flickr.de.gz", "en", "de"))
+
+
+def part(dataset, name: str):
+    """The rows of ``dataset`` whose origin :func:`corpus_pairs` put in part ``name``."""
+    return dataset.filter(lambda origin: origin.split(":", 1)[0] == name, input_columns="origin")
 FUNCTION_WORDS = Path(__file__).resolve().parents[1] / "crop_hf" / "resources" / "function_words.tsv"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data_dir", default=str(Path(__file__).resolve().parents[1].parent / "shared/data/multi30k"))
+    parser.add_argument("--corpus", choices=CORPORA, default="multi30k",
+                        help="multi30k: train on Multi30k train, val held out; news: train both directions on "
+                             "news-parallel de-en (--news_dir) plus Multi30k train, with FLORES-101 devtest held out "
+                             "(first half dev, second half test) and Multi30k test_2016 scored at the end")
+    parser.add_argument("--news_dir", default=str(Path(__file__).resolve().parents[1].parent / "shared/data/news-parallel"))
+    parser.add_argument("--max_new_tokens", type=int, default=None,
+                        help="generation limit at evaluation (default: 64 for multi30k, 160 for news)")
     parser.add_argument("--work_dir", default="bench-marker-mt")
     parser.add_argument("--minutes", type=float, default=30.0, help="training minutes per recipe")
     parser.add_argument("--eval_minutes", type=float, default=None, help="evaluate every N minutes (default minutes/3)")
@@ -115,6 +168,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.steps_per_minute <= 0:
         parser.error("--steps_per_minute must be positive")
+    if args.corpus == "news":
+        args.both_directions = True  # the news translator is CroP's: it translates both ways
+    if args.max_new_tokens is None:
+        args.max_new_tokens = 160 if args.corpus == "news" else 64
     return args
 
 
@@ -179,7 +236,7 @@ def _final_scores(path: Path, dataset, args):
 
     model = AutoModelForSeq2SeqLM.from_pretrained(path).eval()
     return evaluate_translation(model, AutoTokenizer.from_pretrained(path), dataset, name="trained", batch_size=64,
-                                num_beams=args.num_beams, max_new_tokens=64)
+                                num_beams=args.num_beams, max_new_tokens=args.max_new_tokens)
 
 
 def _relabelled(evaluation, name: str, kind: str) -> dict:
@@ -200,53 +257,58 @@ def main(argv=None) -> int:
     for noisy in ("httpx", "urllib3", "filelock", "accelerate", "datasets"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
-    from itertools import chain
-
     from crop_hf.translation.arguments import parse_translation_arguments
     from crop_hf.translation.evaluate import TranslationEvaluation, format_translation_table
     from crop_hf.translation.parallel import (
         MarkingConfig,
         mark_parallel,
-        pairs_from_files,
         read_function_words,
     )
     from crop_hf.translation.train import train_translation
 
-    data, work = Path(args.data_dir), Path(args.work_dir)
+    work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
-    files = {split: (data / f"{split}.en.gz", data / f"{split}.de.gz") for split in ("train", "val")}
     marking = MarkingConfig(max_slots=args.max_slots, max_phrase_length=args.max_phrase_length,
                             both_directions=args.both_directions, seed=args.seed)
     tick = time.perf_counter()
-    # Train and val are aligned together: eflomal learns from every pair it is given.
-    marked = mark_parallel(chain(pairs_from_files(*files["train"], "en", "de"), pairs_from_files(*files["val"], "en", "de")),
-                           marking, output_dir=work / "marked").dataset
+    # Every part is aligned together: eflomal learns from every pair it is given.
+    marked = mark_parallel(corpus_pairs(args), marking, output_dir=work / "marked").dataset
     marking_seconds = time.perf_counter() - tick
-    train = marked.filter(lambda o: Path(o).name.startswith("train."), input_columns="origin")
-    val = marked.filter(lambda o: Path(o).name.startswith("val."), input_columns="origin")
+    train, val = part(marked, "train"), part(marked, "dev")
     if args.eval_samples:
         val = val.select(range(min(args.eval_samples, len(val))))
     # Held-out slots are numbered left to right, as the labeled-translation pipeline numbers them.
     function_words = read_function_words(args.function_words)
     in_order = MarkingConfig(max_slots=args.max_slots, random_slot_numbers=False, seed=args.seed)
-    heldout = {kind: val.map(lambda row, index, kind=kind: _redraw(row, index, in_order, args.seed,
-                                                                   function_words if kind == "content" else None),
-                             with_indices=True, desc=f"held-out markers ({kind} phrases), numbered left to right")
-               for kind in HELDOUT}
-    print(f"marked {len(train)} train and {len(val)} val pairs in {marking_seconds:.0f} s; held-out slots: "
-          + ", ".join(f"{kind} {sum(len(s) for s in data['slots'])}" for kind, data in heldout.items()), flush=True)
+
+    def held_out(rows, name: str) -> dict:
+        return {kind: rows.map(lambda row, index, kind=kind: _redraw(row, index, in_order, args.seed,
+                                                                     function_words if kind == "content" else None),
+                               with_indices=True, desc=f"{name} markers ({kind} phrases), numbered left to right")
+                for kind in HELDOUT}
+
+    heldout = held_out(val, "held-out")
+    # the sets scored once, by the final models: the other held-out kind of dev (multi30k), or the test sets (news)
+    finals = {f"{name}": held_out(part(marked, name), name) for name in ("test", "multi30k_test")
+              if args.corpus == "news"}
+    print(f"marked {len(train)} train and {len(val)} dev pairs in {marking_seconds:.0f} s; held-out slots: "
+          + ", ".join(f"{kind} {sum(len(s) for s in data['slots'])}" for kind, data in heldout.items())
+          + "".join(f"; {name} {len(sets['content'])} pairs" for name, sets in finals.items()), flush=True)
 
     if args.evaluate_model:
         scored = TranslationEvaluation()
-        for kind, data in heldout.items():
-            scored.scores.update(_relabelled(_final_scores(Path(args.evaluate_model), data, args),
-                                             f"beams={args.num_beams}", kind))
+        for name, sets in {"dev": heldout, **finals}.items():
+            for kind, data in sets.items():
+                scored.scores.update(_relabelled(_final_scores(Path(args.evaluate_model), data, args),
+                                                 f"beams={args.num_beams}", kind if name == "dev" else f"{name} {kind}"))
         print(format_translation_table(scored))
         return 0
     if args.init_model:  # go on from a trained model (e.g. en->de, now both ways for synthesis)
         model_path = Path(args.init_model)
     else:
-        model_path = build_model(work / "tiny-m2m100", list(chain(train["source_text"], train["target_text"])), args)
+        # both sides of every training pair (each pair once: with both directions, rows come in both orders)
+        forward = train.filter(lambda lang: lang == "en", input_columns="src_lang")
+        model_path = build_model(work / "tiny-m2m100", [*forward["source_text"], *forward["target_text"]], args)
     eval_minutes = args.eval_minutes or max(args.minutes / 3, 0.5)
     max_steps = 1_000_000 if args.lr_scheduler == "inverse_sqrt" else math.ceil(args.minutes * args.steps_per_minute)
     summary = {"args": vars(args), "marking_seconds": marking_seconds, "recipes": {}}
@@ -268,7 +330,7 @@ def main(argv=None) -> int:
             "--group_by_length", str(args.group_by_length), "--attn_implementation", args.attn_implementation,
             "--compile_loss", str(args.compile_loss),
             "--marker_loss_weight", str(options["marker_loss_weight"]), "--eval_num_beams", str(args.num_beams),
-            "--eval_max_new_tokens", "64", "--seed", str(args.seed), "--mixed_precision", args.mixed_precision,
+            "--eval_max_new_tokens", str(args.max_new_tokens), "--seed", str(args.seed), "--mixed_precision", args.mixed_precision,
             "--evaluate_before_training", "true" if k == 0 and not args.init_model else "false", "--no_show_progress"])
         result = train_translation(model_args, data_args, training_args, train_dataset=recipe_train,
                                    eval_dataset=heldout[args.heldout])
@@ -281,6 +343,11 @@ def main(argv=None) -> int:
         summary["recipes"][recipe] = {"history": result.history, "results": {
             key: value for key, value in result.results.items() if key != "history"},
             f"final_{other}_heldout": final.to_dict()}
+        for name, sets in finals.items():
+            for kind, data in sets.items():
+                final = _final_scores(work / recipe, data, args)
+                table.scores.update(_relabelled(final, recipe, f"{name} {kind}"))
+                summary["recipes"][recipe][f"final_{name}_{kind}"] = final.to_dict()
         print(f"\n== {recipe}: learning curve (val en-de, {args.heldout} held-out slots) ==")
         print("minutes  step  tokens/s  direction  decoding     completeness  slot_acc  kept   BLEU  chrF")
         for entry in result.history:
