@@ -54,3 +54,17 @@ def test_strings_empty_pairs_and_bad_tokens():
         EflomalAligner(model=4)
     with pytest.raises(ValueError, match="unknown symmetrization"):
         EflomalAligner(symmetrization="grow-diagonal")
+
+
+def test_extra_parallel_text_is_aligned_with_the_corpus_and_left_out_of_the_result():
+    # alone, three pairs cannot tell which German word "house" is; beside many pairs they can
+    source = [["the", "house"], ["the", "small", "car"], ["a", "house", "is", "big"]]
+    target = [["das", "Haus"], ["das", "kleine", "Auto"], ["ein", "Haus", "ist", "groß"]]
+    extra = ([["the", "house", "is", "small"], ["the", "car"], ["a", "big", "house"]] * 60,
+             [["das", "Haus", "ist", "klein"], ["das", "Auto"], ["ein", "großes", "Haus"]] * 60)
+    links = EflomalAligner(extra_corpus=extra).align(source, target)
+    assert len(links) == 3  # only the given pairs come back
+    assert (1, 1) in links[0] and (2, 2) in links[1] and (1, 1) in links[2]
+    assert EflomalAligner(extra_corpus=extra).align([[]], [["x"]]) == [[]]
+    with pytest.raises(ValueError, match="extra_corpus: 1 source sentences but 2 target sentences"):
+        EflomalAligner(extra_corpus=([["a"]], [["a"], ["b"]]))

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from hypothesis import given
@@ -223,7 +224,7 @@ def test_one_apertium_process_per_batch_with_the_entity_translations_in_it(apert
         return real(arguments, *args, **kwargs)
 
     engine = Apertium(batch_size=2)
-    engine.installed_pairs  # listing the pairs is not a translation  # noqa: B018
+    assert "eng-spa" in engine.installed_pairs  # listed before counting: listing is not a translation
     monkeypatch.setattr(subprocess, "run", counting)
     sentences = [marked(text, entities, "easyproject") for text, entities in SENTENCES]
     translations, entity_translations = engine.translate_marked(sentences, "en", "es")
@@ -334,7 +335,7 @@ def test_synthesis_checks_every_pair_it_needs_before_any_work(apertium):
 class KeywordTagger:
     """Tags the English words it knows, as the token-classification pipeline would (first-subword groups)."""
 
-    LABELS = {"Madrid": "LOC", "Spain": "LOC", "France": "LOC", "Maria": "PER", "John": "PER"}
+    LABELS: ClassVar[dict[str, str]] = {"Madrid": "LOC", "Spain": "LOC", "France": "LOC", "Maria": "PER", "John": "PER"}
 
     def __init__(self):
         from types import SimpleNamespace

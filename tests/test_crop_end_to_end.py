@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
 import pytest
 from synthesis_fakes import FakeTagger, FakeTranslator
 
-from crop_hf.labels import PANX_LABELS, LabelSet
+from crop_hf.labels import CONLL_LABELS, PANX_LABELS, LabelSet
 from crop_hf.synthesis import SynthesisModels
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_crop_end_to_end.py"
@@ -54,9 +55,9 @@ def test_the_whole_loop_hands_each_stage_what_it_needs_and_its_models_tag(bench,
                        "--vocab_size", "1000", "--hidden_size", "16", "--num_beams", "1",
                        "--num_return_sequences", "1", "--no-language_filter"]) == 0
     out = capsys.readouterr().out
-    results = json.loads((work / "results.json").read_text())["results"]
+    results = json.loads((work / "results-test.json").read_text())["results"]
 
-    assert set(results) == set(bench.ROWS)
+    assert set(results) == set(bench.SETTINGS["de"].rows)
     for row, runs in results.items():
         assert len(runs) == 1, row
         for test_set in ("wikiann_de", "europarl_de", "wikiann_en"):
@@ -79,7 +80,7 @@ def test_the_whole_loop_hands_each_stage_what_it_needs_and_its_models_tag(bench,
         assert stage in out
 
     # Every row's model is a token classifier over the PAN-X labels that tags German text.
-    for row in bench.ROWS:
+    for row in bench.SETTINGS["de"].rows:
         name = "e-b-union" if row == "e" else row  # self-training's model names its corpus and rule
         tagger = pipeline("token-classification", model=str(next(work.glob("models-*")) / f"{name}-0"))
         assert set(tagger.model.config.id2label.values()) == set(PANX_LABELS)
@@ -114,3 +115,60 @@ def test_seed_spread_and_funnel_lines(bench):
     assert bench.summarize([7.0]) == "  7.0 ± 0.0"
     line = bench.funnel_line("b (lexical)", {"input": 10, "kept": 3, "all_o": 5, "too_long": 0, "markers_incomplete": 2})
     assert line == "b (lexical): 3 kept of 10 (all_o 5, markers_incomplete 2)"
+
+
+@pytest.mark.slow
+def test_the_spanish_loop_runs_with_apertium_on_conll(bench, shared_data, tmp_path, monkeypatch, capsys):
+    """CroP's CoNLL setting: CoNLL-2003 English, raw CoNLL-2002 Spanish, Apertium both ways (the real engine;
+    the English tagger marks capitalized words), every Spanish row, scored on testb."""
+    import gzip
+
+    from crop_hf.translation.apertium import Apertium, ApertiumNotInstalledError, check_apertium
+    from crop_hf.translation.loading import load_translator
+
+    try:
+        check_apertium([("es", "en"), ("en", "es")])
+    except ApertiumNotInstalledError as error:
+        if os.environ.get("CROP_HF_REQUIRE_APERTIUM") == "1":
+            pytest.fail(str(error))
+        pytest.skip(str(error))
+
+    def models(config, device=None):
+        from crop_hf.alignment import EflomalAligner
+
+        aligner = EflomalAligner() if config.alignment_model == "eflomal" else None
+        return SynthesisModels(load_translator(config.mt_model), FakeTagger(), LabelSet(CONLL_LABELS), aligner)
+
+    monkeypatch.setattr(SynthesisModels, "load", classmethod(lambda cls, config, device=None: models(config)))
+    extra = tmp_path / "news" / "es-en"  # a little parallel text for eflomal (news-parallel's layout)
+    extra.parent.mkdir()
+    for lang, line in (("en", "The president of Spain met the minister in Madrid ."),
+                       ("es", "El presidente de España se reunió con el ministro en Madrid .")):
+        with gzip.open(f"{extra}.{lang}.gz", "wt", encoding="utf-8") as handle:
+            handle.write((line + "\n") * 30)
+    work = tmp_path / "work"
+    assert bench.main(["--lang", "es", "--data_dir", str(shared_data), "--work_dir", str(work), "--steps", "3",
+                       "--seeds", "0", "--raw_sentences", "40", "--test_sentences", "30",
+                       "--translate_train_sentences", "30", "--source_test_sentences", "30", "--vocab_size", "1000",
+                       "--hidden_size", "16",
+                       "--eflomal_extra", str(extra), "--threads", "1", "--no-language_filter"]) == 0
+    out = capsys.readouterr().out
+    results = json.loads((work / "results-test.json").read_text())["results"]
+    assert set(results) == set(bench.SETTINGS["es"].rows)
+    for row, runs in results.items():
+        assert set(runs[0]) == {"conll_es", "conll_en"}, row
+        assert set(runs[0]["conll_es"]) == {"f1", "PER", "ORG", "LOC", "MISC"}
+    model_dir = next(work.glob("models-*"))
+    for row, folder in (("b", "corpus-b"), ("b_prime", "corpus-lexical-ignore-case-true"), ("c", "corpus-c")):
+        stats = json.loads((model_dir / folder / "statistics.json").read_text())["es"]
+        assert stats["input"] == 40 and stats["kept"] > 0, row
+        assert stats["kept"] + sum(v for k, v in stats.items() if k not in ("input", "kept")) == 40
+        assert f"{row} keeps {100 * stats['kept'] / 40:.1f}% of the raw sentences" in out
+    card = (model_dir / "corpus-b" / "README.md").read_text(encoding="utf-8")
+    assert f"Apertium {Apertium().version}" in card
+    translated = json.loads((work / "translate-train" / "dataset_dict.json").read_text())
+    assert translated["splits"] == ["train"]
+    assert "f (translate-train): " in out and " kept of 30 (markers_incomplete " in out
+    assert "f_b + translate-train + the best corpus" in out and "Spanish gold only" in out
+    assert "gap between English only and Spanish gold: " in out
+    assert "eflomal extra text" in out  # the extra parallel text was read for row c

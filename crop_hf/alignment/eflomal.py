@@ -57,6 +57,10 @@ class EflomalAligner:
         rel_iterations: scales eflomal's default iteration counts.
         null_prior: prior probability of a NULL link.
         symmetrization: how :meth:`align` joins the two directions (default grow-diag-final-and, as CSTOP).
+        extra_corpus: more parallel text, ``(source sentences, target sentences)``, aligned together with
+            every corpus given to :meth:`align` (after it) and then left out of the result: eflomal learns
+            its word translations from every pair it sees, so a shard of a few thousand sentences aligns
+            better beside tens of thousands of others of the same language pair.
     """
 
     def __init__(
@@ -68,6 +72,7 @@ class EflomalAligner:
         rel_iterations: float = 1.0,
         null_prior: float = 0.2,
         symmetrization: SymmetrizationMethod = "grow-diag-final-and",
+        extra_corpus: tuple[Sequence[Words], Sequence[Words]] | None = None,
     ) -> None:
         if model not in {1, 2, 3}:
             raise ValueError(f"eflomal model must be 1 (IBM1), 2 (HMM) or 3 (HMM + fertility), got {model}")
@@ -80,6 +85,10 @@ class EflomalAligner:
             "rel_iterations": rel_iterations,
             "null_prior": null_prior,
         }
+        self.extra_source, self.extra_target = ([], []) if extra_corpus is None else map(list, extra_corpus)
+        if len(self.extra_source) != len(self.extra_target):
+            raise ValueError(f"extra_corpus: {len(self.extra_source)} source sentences but {len(self.extra_target)} "
+                             "target sentences")
 
     def align_directions(self, source: Sequence[Words], target: Sequence[Words]) -> tuple[list[Alignment], list[Alignment]]:
         """The forward (source→target) and reverse (target→source) alignments, both as ``(source, target)`` pairs."""
@@ -90,13 +99,15 @@ class EflomalAligner:
 
         if len(source) != len(target):
             raise ValueError(f"{len(source)} source sentences but {len(target)} target sentences")
+        given = len(source)
+        source, target = [*source, *self.extra_source], [*target, *self.extra_target]
         source_lines = [_line(sentence, "source", k) for k, sentence in enumerate(source)]
         target_lines = [_line(sentence, "target", k) for k, sentence in enumerate(target)]
         kept = [k for k, (s, t) in enumerate(zip(source_lines, target_lines, strict=True)) if s and t]
         forward: list[Alignment] = [[] for _ in source_lines]
         reverse: list[Alignment] = [[] for _ in source_lines]
         if not kept:
-            return forward, reverse
+            return forward[:given], reverse[:given]
         with tempfile.TemporaryDirectory(prefix="crop-hf-eflomal-") as folder:
             fwd_path, rev_path = Path(folder, "forward.links"), Path(folder, "reverse.links")
             eflomal.Aligner(**self.options).align(
@@ -110,7 +121,7 @@ class EflomalAligner:
                 for number, (k, line) in enumerate(zip(kept, lines, strict=True), start=1):
                     result[k] = parse_pharaoh(line, where=f"eflomal {path.name} line {number}")
         logger.info("eflomal aligned %d sentence pairs (%d empty skipped)", len(kept), len(source_lines) - len(kept))
-        return forward, reverse
+        return forward[:given], reverse[:given]
 
     def align(self, source: Sequence[Words], target: Sequence[Words]) -> list[Alignment]:
         """Align ``source[k]`` with ``target[k]`` for every k and symmetrize the two directions."""

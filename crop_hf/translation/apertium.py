@@ -363,7 +363,7 @@ def check_apertium(directions: Iterable[tuple[str, str]], engine: Apertium | Non
     """An :class:`Apertium` with every direction installed (checked now, before any work); one-line errors otherwise."""
     engine, directions = engine or Apertium(), list(directions)
     try:
-        engine.binary
+        _ = engine.binary  # found, or the packages of these directions named
     except ApertiumNotInstalledError:
         packages = sorted({package for src, tgt in directions if (package := debian_package(src, tgt))})
         raise ApertiumNotInstalledError(
