@@ -7,7 +7,9 @@ they import). Each ``print(...)  # expected`` line is checked against the line i
 
 import contextlib
 import io
+import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -48,6 +50,9 @@ def test_every_site_page_example_runs_or_says_why_not():
 
 @pytest.mark.parametrize("block_id, line, block", BLOCKS, ids=[block[0] for block in BLOCKS])
 def test_example_prints_what_it_claims(block_id, line, block, tmp_path, monkeypatch):
+    if "Apertium(" in block and shutil.which("apertium") is None and os.environ.get("CROP_HF_REQUIRE_APERTIUM") != "1":
+        pytest.skip("the example translates with Apertium, which is not installed (apt-get install apertium "
+                    "apertium-eng-spa); CI installs it and runs the example")
     monkeypatch.chdir(tmp_path)
     expected = [text.split("#", 1)[1].strip() for text in block.splitlines()
                 if text.lstrip().startswith("print(") and "#" in text]
