@@ -53,6 +53,14 @@ def test_every_command_help_shows_its_defaults_and_no_python_repr(name, capsys):
         assert "[" not in str(action.nargs or ""), name
 
 
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_help_example_keeps_its_continuation_lines(name, capsys):
+    """A ``\\`` at the end of an example line in a docstring must survive (a lone one joins the two lines)."""
+    text = render_help([name, "--help"], capsys)
+    joined = [line for line in text.splitlines() if re.search(r"\S {5,}--", line.strip())]
+    assert not joined, f"crop-hf {name} --help runs an example onto one line: {joined[0]!r}"
+
+
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.name)
 def test_every_example_and_dataset_script_help_is_clean(script, capsys, monkeypatch):
     monkeypatch.setattr(sys, "argv", [str(script), "--help"])

@@ -11,8 +11,8 @@
         --target "hinglish_top?data_dir=data/hinglish-top" --split validation --flat_only \\
         --methods hybrid "hybrid?postpositions=hi" --symmetrization grow-diag-final-and grow-diag-final
     # methods scored by translation models: one row per method and model (each with its sentences/s)
-    crop-hf evaluate-projection --source "europarl_ner:en?data_dir=data/europarl-ner" \
-        --target "europarl_ner:de?data_dir=data/europarl-ner" --methods hybrid insertion rerank hybrid_rerank \
+    crop-hf evaluate-projection --source "europarl_ner:en?data_dir=data/europarl-ner" \\
+        --target "europarl_ner:de?data_dir=data/europarl-ner" --methods hybrid insertion rerank hybrid_rerank \\
         --scorer_models markers=out/m2m100-markers m2m=facebook/m2m100_418M --src_lang en --tgt_lang de
 
 Sentence k of ``--target`` must be the translation of sentence k of ``--source``; both need tokens

@@ -1,7 +1,7 @@
 """``crop-hf self-train``: re-label the sentences synthesis discarded with a self-trained multilingual model.
 
-    crop-hf self-train --kept out/crop/dataset --discarded out/crop/discarded --source_corpus conll5:en \
-        --model_name_or_path FacebookAI/xlm-roberta-base --source_model xlmr-base-conll5-en \
+    crop-hf self-train --kept out/crop/dataset --discarded out/crop/discarded --source_corpus conll5:en \\
+        --model_name_or_path FacebookAI/xlm-roberta-base --source_model xlmr-base-conll5-en \\
         --output_dir self-trained
 """
 

@@ -5,7 +5,7 @@ Example (the paper's models, raw sentences one per line in raw/de.txt and raw/es
     crop-hf synthesize --tgt_langs de es --input "raw/{lang}.txt" --output_dir out/crop
     crop-hf synthesize run.yaml --device cuda:0     # options from a file, overridden on the line
     # no labeled back-translation: your marker-trained model inserts the markers into the raw sentence
-    crop-hf synthesize --tgt_langs de --input "raw/{lang}.txt" --output_dir out/insertion \
+    crop-hf synthesize --tgt_langs de --input "raw/{lang}.txt" --output_dir out/insertion \\
         --mt_model models/m2m100-markers --method insertion
 
 Several processes split the shards: ``accelerate launch --multi_gpu -m crop_hf.cli synthesize ...`` on

@@ -1,7 +1,7 @@
 """``crop-hf train-ner``: fine-tune a multilingual NER model and evaluate it per language.
 
     crop-hf train-ner examples/configs/conll5_xlmr_base.yaml
-    accelerate launch -m crop_hf.cli train-ner --model_name_or_path FacebookAI/xlm-roberta-base \
+    accelerate launch -m crop_hf.cli train-ner --model_name_or_path FacebookAI/xlm-roberta-base \\
         --train_sources conll5:en --eval_sources conll5:es conll5:nl --output_dir xlmr-base-conll5
 
 The options are the dataclasses of :mod:`crop_hf.ner.arguments` (``--help`` lists them);

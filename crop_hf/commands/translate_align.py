@@ -13,7 +13,7 @@ Examples::
         --method "hybrid?postpositions=hi" --symmetrization grow-diag-final --language_filter false \\
         --output_dir out/en-hi
     # slots placed by the translation model itself: T-Projection's reranking with a plain model
-    crop-hf translate-align --input "top:v2?data_dir=data/topv2" --tgt_lang es --method rerank \
+    crop-hf translate-align --input "top:v2?data_dir=data/topv2" --tgt_lang es --method rerank \\
         --mt_model facebook/m2m100_418M --output_dir out/en-es-rerank
 
 Several processes split the shards: ``accelerate launch --multi_gpu -m crop_hf.cli translate-align ...``
