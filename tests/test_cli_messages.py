@@ -61,6 +61,16 @@ def test_every_help_example_keeps_its_continuation_lines(name, capsys):
     assert not joined, f"crop-hf {name} --help runs an example onto one line: {joined[0]!r}"
 
 
+def test_synthesize_help_names_every_projection_method(capsys):
+    from crop_hf.projection.methods import PROJECTION_METHODS
+
+    text = " ".join(render_help(["synthesize", "--help"], capsys).split())
+    start = text.index("--method METHOD Projection")
+    method_help = text[start:text.index("--alignment_model", start)]
+    missing = [name for name in PROJECTION_METHODS if not re.search(rf"\b{name}\b", method_help)]
+    assert not missing, f"synthesize --help leaves {missing} out of --method"
+
+
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.name)
 def test_every_example_and_dataset_script_help_is_clean(script, capsys, monkeypatch):
     monkeypatch.setattr(sys, "argv", [str(script), "--help"])

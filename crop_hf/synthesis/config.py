@@ -51,9 +51,11 @@ class SynthesisConfig:
     method: str = field(
         default="lexical",
         metadata=changes_results({"help": "Projection method: how labels reach the raw sentence (lexical, as CroP; fuzzy; "
-                          "alignment, CSTOP's translate-and-align; insertion: the marker-trained mt_model itself "
-                          "inserts each entity's markers into the raw sentence, no labeled back-translation; "
-                          "rerank; see crop_hf.projection.methods)."}),
+                          "alignment, CSTOP's translate-and-align; hybrid: lexical matching first, the alignment "
+                          "for the rest; insertion: the marker-trained mt_model itself inserts each entity's "
+                          "markers into the raw sentence, no labeled back-translation; rerank and hybrid_rerank: "
+                          "candidate spans ranked by mt_model; options after '?', e.g. "
+                          "'lexical?ignore_case=true'; see crop_hf.projection.methods)."}),
     )
     alignment_model: str | None = field(
         default=None,
