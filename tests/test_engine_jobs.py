@@ -100,7 +100,7 @@ def test_a_rerun_skips_finished_shards_and_other_settings_are_refused(tmp_path):
     result = run_job(again)
     assert again.processed == [("b", 2)] and result["skipped"] == {"a": 3, "b": 2}
     assert result["statistics"] == json.loads((tmp_path / "statistics.json").read_text())
-    with pytest.raises(OutputExistsError, match="numbers: 7 there, 8 here"):
+    with pytest.raises(OutputExistsError, match="--numbers: 7 there, 8 here"):
         run_job(CountJob(CountConfig(str(tmp_path), numbers=8)))
     other = CountJob(CountConfig(str(tmp_path), numbers=8, overwrite_output_dir=True))
     assert run_job(other)["statistics"]["a"]["input"] == 8 and len(other.processed) == 6

@@ -165,11 +165,11 @@ def test_a_run_of_other_settings_is_refused_naming_them_and_changes_nothing(tmp_
     assert code == 1 and printed == ""
     (line,) = err.strip().splitlines()
     assert line.startswith("crop-hf synthesize: error: ") and "holds a finished result of other settings" in line
-    assert "max_words: 12 there, 3 here; num_beams: 5 there, 4 here" in line and "--overwrite_output_dir" in line
+    assert "--max_words: 12 there, 3 here; --num_beams: 5 there, 4 here" in line and "--overwrite_output_dir" in line
     assert _snapshot(output) == before  # byte for byte: no shard, no run.json, no card rewritten
 
     code, _, err = _synthesize(capsys, template, output, "--tgt_langs", "de")  # a language fewer
-    assert code == 1 and '["de", "es"] there, ["de"] here' in err and _snapshot(output) == before
+    assert code == 1 and '--tgt_langs: ["de", "es"] there, ["de"] here' in err and _snapshot(output) == before
 
     code, _, _ = _synthesize(capsys, template, output)  # the same settings: resumed, nothing redone
     assert code == 0 and len(fake_synthesis_models) == 1
@@ -213,7 +213,7 @@ def test_translate_align_refuses_other_settings_too(tmp_path):
     translate_align(TranslateAlignConfig(**settings), TranslateAlignModels(DictTranslator(), TableAligner()),
                     inputs=items)
     before = _snapshot(tmp_path / "out")
-    with pytest.raises(OutputExistsError, match="keep_incomplete: false there, true here"):
+    with pytest.raises(OutputExistsError, match="--keep_incomplete: false there, true here"):
         translate_align(TranslateAlignConfig(**settings, keep_incomplete=True),
                         TranslateAlignModels(DictTranslator(), TableAligner()), inputs=items)
     assert _snapshot(tmp_path / "out") == before
@@ -398,3 +398,26 @@ def test_ci_runs_ruff_after_the_readme_commands():
     commands = [line.strip() for line in script.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     assert commands[-1] == "ruff check ."  # last, so a lint finding fails CI even when the tests pass
     assert "set -euo pipefail" in commands
+
+
+def test_the_refusal_names_renamed_options_and_the_language_list_as_the_command_line_spells_them(tmp_path):
+    """The fingerprint keeps a renamed option's old name (max_sentences, source_lang): the refusal must not."""
+    from synthesis_fakes import fake_config, fake_models
+
+    from crop_hf.errors import OutputExistsError
+    from crop_hf.synthesis import SynthesisRunner
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for lang in ("de", "es"):
+        (raw / f"{lang}.txt").write_text("Ich wohne in Hamburg .\nAnna trifft Peter .\n", encoding="utf-8")
+    first = fake_config(str(raw / "{lang}.txt"), str(tmp_path / "out"), tgt_langs=["de", "es"], max_examples=2)
+    SynthesisRunner(first, models=fake_models()).run()
+    again = fake_config(str(raw / "{lang}.txt"), str(tmp_path / "out"), tgt_langs=["de"], max_examples=1,
+                        src_lang="fr")
+    with pytest.raises(OutputExistsError) as refused:
+        SynthesisRunner(again, models=fake_models()).run()
+    message = str(refused.value)
+    assert '--tgt_langs: ["de", "es"] there, ["de"] here' in message
+    assert "--max_examples: 2 there, 1 here" in message and '--src_lang: "en" there, "fr" here' in message
+    assert "max_sentences" not in message and "source_lang" not in message

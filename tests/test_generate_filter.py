@@ -495,7 +495,7 @@ def test_other_settings_refuse_a_finished_folder_unless_overwritten(tmp_path):
     generate_and_filter(config, generator=_funnel_generator([]), few_shot=_rows(FEW_SHOT), english=_rows(ENGLISH))
     seen = []
     other = dataclasses.replace(config, top_k=3)
-    with pytest.raises(OutputExistsError, match=r"top_k: 10 there, 3 here.*--overwrite_output_dir"):
+    with pytest.raises(OutputExistsError, match=r"--top_k: 10 there, 3 here.*--overwrite_output_dir"):
         generate_and_filter(other, generator=_funnel_generator(seen), few_shot=_rows(FEW_SHOT),
                             english=_rows(ENGLISH))
     assert seen == []  # refused before any generation

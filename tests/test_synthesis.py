@@ -270,7 +270,7 @@ def test_rerun_skips_finished_shards_and_changed_arguments_start_afresh(raw_dir,
     assert "de: resumed: skipped 3 of 3 shard(s)" in caplog.text
 
     changed = fake_models()
-    with pytest.raises(OutputExistsError, match="num_beams: 5 there, 2 here; num_return_sequences: 3 there, 2 here"):
+    with pytest.raises(OutputExistsError, match="--num_beams: 5 there, 2 here; --num_return_sequences: 3 there, 2 here"):
         SynthesisRunner(fake_config(template, output, num_beams=2, num_return_sequences=2), models=changed).run()
     assert changed.translator.calls == 0 and load(Path(output)) == before
     runner = SynthesisRunner(fake_config(template, output, num_beams=2, num_return_sequences=2,

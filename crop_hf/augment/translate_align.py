@@ -402,6 +402,7 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse, TranslateAlignResu
     kept_type = AlignedParse
     dropped_type = DroppedParse
     unit = "parse"
+    keys_option = "--tgt_lang"
 
     def __init__(self, config: TranslateAlignConfig, models: TranslateAlignModels | None = None,
                  inputs: Any = None) -> None:

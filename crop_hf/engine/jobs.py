@@ -149,6 +149,8 @@ class CorpusJob(ABC, Generic[Kept, Dropped, Result]):
     per_key: ClassVar[str] = ""
     #: counts beyond ``input``, ``kept`` and the reasons that the statistics list (from :attr:`ShardResult.counts`)
     extra_counts: ClassVar[tuple[str, ...]] = ()
+    #: the option that lists the keys, as refusals name it (``"--tgt_langs"``); ``None``: the keys go unnamed
+    keys_option: ClassVar[str | None] = None
 
     def __init__(self, config: Any, inputs: Any = None) -> None:
         self.config = config
@@ -174,6 +176,22 @@ class CorpusJob(ABC, Generic[Kept, Dropped, Result]):
     def fingerprint_arguments(self) -> dict[str, Any]:
         """What makes the run's fingerprint: the config's result fields and the in-memory inputs."""
         return {**result_arguments(self.config), "inputs": describe_inputs(self.inputs)}
+
+    def option_spellings(self) -> dict[str, str]:
+        """How the user spells each fingerprint name (``{"max_sentences": "--max_examples"}``): the config's
+        fields, and those of a config it holds, by their option names; a renamed field keeps its old name
+        in the fingerprint."""
+        spellings: dict[str, str] = {}
+        configs = [self.config]
+        while configs:
+            config = configs.pop()
+            for item in dataclasses.fields(config):
+                value = getattr(config, item.name)
+                if dataclasses.is_dataclass(value) and not isinstance(value, type):
+                    configs.append(value)
+                else:
+                    spellings[item.metadata.get(RENAMED_FROM) or item.name] = f"--{item.name}"
+        return spellings
 
     @property
     def statistics_columns(self) -> tuple[str, ...]:
@@ -289,7 +307,7 @@ def run_job(job: CorpusJob[Any, Any, Result]) -> Result:
     job.before_run()
     run = run_sharded(job.store, keys, job.shards, lambda *shard: _step(job, *shard), lambda: _merge(job),
                       show_progress=job.show_progress, description=job.name, unit=job.unit, per_key=job.per_key,
-                      overwrite=job.overwrite)
+                      overwrite=job.overwrite, spellings=job.option_spellings(), keys_name=job.keys_option)
     return job.result(run.merged or {}, dict(run.skipped))
 
 

@@ -251,14 +251,18 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def check_output_dir(store: ShardStore, keys: Sequence[str], *, overwrite: bool = False) -> None:
+def check_output_dir(store: ShardStore, keys: Sequence[str], *, overwrite: bool = False,
+                     spellings: Mapping[str, str] | None = None, keys_name: str | None = None) -> None:
     """Refuse to replace a finished result of other settings in ``store``'s output folder.
 
     The folder's outputs (dataset, statistics, card) came from a run: when its arguments or keys
     differ from this one's, :class:`~crop_hf.errors.OutputExistsError` names the differing settings
-    (at most five) unless ``overwrite``. The same settings resume (or merge again) as before.
+    (at most five) unless ``overwrite``, each as the user spells it: ``spellings`` maps a
+    fingerprint name to its option (``{"max_sentences": "--max_examples"}``), and ``keys_name``
+    names the keys (``--tgt_langs``). The same settings resume (or merge again) as before.
     Nothing is read but ``shards/``; nothing is written.
     """
+    spellings = spellings or {}
     finished = store.finished_result()
     if overwrite or finished is None:
         return
@@ -266,10 +270,12 @@ def check_output_dir(store: ShardStore, keys: Sequence[str], *, overwrite: bool 
     if arguments.get("fingerprint") == store.fingerprint and (old_keys is None or list(old_keys) == list(keys)):
         return
     names = sorted((set(arguments) | set(store.arguments)) - {"fingerprint"})
-    differences = [f"{name}: {_shown(arguments.get(name))} there, {_shown(store.arguments.get(name))} here"
+    differences = [f"{spellings.get(name, name)}: {_shown(arguments.get(name))} there, "
+                   f"{_shown(store.arguments.get(name))} here"
                    for name in names if arguments.get(name) != store.arguments.get(name)]
     if old_keys is not None and list(old_keys) != list(keys):
-        differences.insert(0, f"{_shown(list(old_keys))} there, {_shown(list(keys))} here")
+        differences.insert(0, f"{keys_name + ': ' if keys_name else ''}{_shown(list(old_keys))} there, "
+                              f"{_shown(list(keys))} here")
     if not differences:  # a fingerprint of arguments the record no longer has (run.json removed)
         differences = [f"run {arguments.get('fingerprint')} there, {store.fingerprint} here"]
     more = f" and {len(differences) - 5} more" if len(differences) > 5 else ""
@@ -466,6 +472,8 @@ def run_sharded(
     unit: str = "it",
     per_key: str = "",
     overwrite: bool = False,
+    spellings: Mapping[str, str] | None = None,
+    keys_name: str | None = None,
 ) -> ShardRun[Merged]:
     """A whole sharded run: check the output folder, process every key's shards, and merge on the main process.
 
@@ -481,7 +489,8 @@ def run_sharded(
     """
     keys = list(keys)
     state = process_state()
-    check_output_dir(store, keys, overwrite=overwrite)  # every process: all stop, none waits at a barrier
+    # every process: all stop, none waits at a barrier
+    check_output_dir(store, keys, overwrite=overwrite, spellings=spellings, keys_name=keys_name)
     if state.is_main_process:
         logger.log(*describe_processes(state, description or "run", per=per_key))
     run: ShardRun[Merged] = ShardRun(None, state.is_main_process)

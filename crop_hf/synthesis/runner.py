@@ -98,6 +98,7 @@ class SynthesisRunner(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult
     dropped_type = DiscardedSentence
     unit = "sent"
     per_key = " of each language"
+    keys_option = "--tgt_langs"
 
     def __init__(self, config: SynthesisConfig, models: SynthesisModels | None = None, inputs: Any = None) -> None:
         self._models = models
