@@ -23,6 +23,7 @@ import argparse
 import dataclasses
 import enum
 import json
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -76,7 +77,7 @@ def changes_results(metadata: Mapping[str, Any], *, unless_default: bool = False
 
 def renamed_from(old: str, metadata: Mapping[str, Any]) -> OptionMetadata:
     """``metadata`` of an option renamed from ``old``: :func:`parse_config` still reads ``--old`` (and ``old:``
-    in a config file) with a ``FutureWarning``, and a job's fingerprint keeps the old name, so runs
+    in a config file) with a deprecation line (:func:`say_deprecated`), and a job's fingerprint keeps the old name, so runs
     written before the rename resume (:func:`crop_hf.engine.jobs.result_arguments`).
 
     >>> dict(renamed_from("source_lang", changes_results({"help": "Source language."})))
@@ -91,11 +92,22 @@ def renamed_options(classes: Sequence[type]) -> dict[str, str]:
             if item.metadata.get(RENAMED_FROM)}
 
 
-def _deprecated(old: str, new: str, prog: str | None) -> None:
-    import warnings
+#: The logger of deprecated spellings: one line in the user's words, no module path or source line.
+DEPRECATION_LOGGER = "crop-hf"
 
-    warnings.warn(f"{prog or 'crop-hf'}: --{old} is renamed --{new}; the old spelling will stop working in a "
-                  "later release", FutureWarning, stacklevel=3)
+
+def say_deprecated(message: str) -> None:
+    """Say that a spelling the user wrote is deprecated: one logged warning (``crop-hf`` logger).
+
+    A Python ``FutureWarning`` would print the module's path, the source line and the line of code
+    that read the option, none of which the user wrote; ``crop-hf``'s log shows each line once.
+    """
+    logging.getLogger(DEPRECATION_LOGGER).warning(message)
+
+
+def _deprecated(old: str, new: str, prog: str | None) -> None:
+    say_deprecated(f"{prog or 'crop-hf'}: --{old} is renamed --{new}; the old spelling will stop working in a "
+                   "later release")
 
 
 def _new_spellings(argv: Sequence[str], renames: Mapping[str, str], prog: str | None) -> list[str]:

@@ -278,3 +278,26 @@ def test_synthesize_default_input_offline_names_the_download(capsys, monkeypatch
     line = one_error_line(err, "synthesize")
     assert "input 'xtreme40': cannot download https://" in line and "offline mode is on" in line
     assert "'xtreme40?data_dir=<folder>'" in line
+
+
+def test_docs_and_readme_use_no_renamed_spelling():
+    """Every option renamed on the command line (``--target_langs``) and every renamed method option
+    (hybrid's ``fuzzy=``) is spelled the current way in README.md and the documentation site."""
+    from crop_hf.arguments import renamed_options
+    from crop_hf.projection.methods import PROJECTION_METHODS
+
+    old_options = set()
+    for module_name, _ in COMMANDS.values():
+        old_options |= set(renamed_options(importlib.import_module(module_name).CONFIG_CLASSES))
+    old_method_options = {old for row in PROJECTION_METHODS.values() for old in row.options_class.renamed}
+    assert {"target_langs", "max_sentences", "source_lang"} <= old_options and "fuzzy" in old_method_options
+    found = []
+    for path in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").rglob("*.md"))]:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            for old in old_options:
+                if re.search(rf"--{old}\b", line):
+                    found.append(f"{path.relative_to(REPO_ROOT)}:{number}: --{old}")
+            for old in old_method_options:
+                if re.search(rf"(?<![\w-]){old}=", line):
+                    found.append(f"{path.relative_to(REPO_ROOT)}:{number}: {old}=")
+    assert not found, found

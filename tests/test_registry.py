@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 from dataclasses import dataclass, field
 
@@ -310,10 +311,12 @@ def test_a_registered_marker_style_is_used_by_name(strict_brackets):
     assert loose.complete and not strict.complete
 
 
-def test_hybrids_former_fuzzy_option_reads_as_threshold_with_a_deprecation_message():
-    with pytest.warns(FutureWarning, match=r"projection method 'hybrid': fuzzy= is renamed threshold="):
-        assert HybridOptions.parse("fuzzy=80.5", "hybrid").threshold == 80.5
-    with pytest.warns(FutureWarning, match="fuzzy= is renamed threshold="):
-        assert parse_method("hybrid?fuzzy=70&one_word=true") == ("hybrid", {"threshold": 70.0, "one_word": True})
-    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="threshold='abc' is not a number or none"):
+def test_hybrids_former_fuzzy_option_reads_as_threshold_with_a_deprecation_message(caplog):
+    caplog.set_level(logging.WARNING, logger="crop-hf")
+    assert HybridOptions.parse("fuzzy=80.5", "hybrid").threshold == 80.5
+    assert parse_method("hybrid?fuzzy=70&one_word=true") == ("hybrid", {"threshold": 70.0, "one_word": True})
+    with pytest.raises(ValueError, match="threshold='abc' is not a number or none"):
         parse_method("hybrid?fuzzy=abc")
+    said = [record.getMessage() for record in caplog.records if record.name == "crop-hf"]
+    assert said == ["projection method 'hybrid': fuzzy= is renamed threshold=; the former spelling will stop "
+                    "working in a later release"] * 3

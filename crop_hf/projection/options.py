@@ -7,7 +7,7 @@ one of a ``Literal``'s words, ``none`` where ``None`` is allowed. An option the 
 take, or a value of the wrong type, is a ``ValueError`` that names the method, the option and
 what it accepts. ``hybrid``'s options are ``alignment``'s (with its own defaults for
 ``fill_gaps`` and ``pieces``) plus the lexical passes' comparison and fuzzy's ``threshold``.
-A renamed option (hybrid's former ``fuzzy=``) still reads, with a ``FutureWarning``.
+A renamed option (hybrid's former ``fuzzy=``) still reads, with a deprecation line (:func:`crop_hf.arguments.say_deprecated`).
 
 >>> options = HybridOptions.parse("threshold=80&one_word=true", "hybrid")
 >>> options.threshold, options.one_word, options.fill_gaps
@@ -21,11 +21,11 @@ ValueError: projection method 'hybrid': threshold='abc' is not a number or none
 from __future__ import annotations
 
 import types
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
+from crop_hf.arguments import say_deprecated
 from crop_hf.data.sources import parse_query
 from crop_hf.errors import UnknownOptionError
 from crop_hf.projection.target import Normalizer
@@ -71,7 +71,7 @@ def _value(text: str, annotation: Any) -> Any:
 class ProjectionOptions:
     """What every projection method takes; a method's options class adds its fields (type, default, ``help``)."""
 
-    #: ``{former spelling: option}`` of renamed options: a spec may still use the former, with a ``FutureWarning``
+    #: ``{former spelling: option}`` of renamed options: a spec may still use the former, with a deprecation line (:func:`crop_hf.arguments.say_deprecated`)
     renamed: ClassVar[Mapping[str, str]] = {}
 
     drop_incomplete: bool | None = field(default=None, metadata={
@@ -104,12 +104,12 @@ class ProjectionOptions:
 
     @classmethod
     def spelled_now(cls, written: Mapping[str, Any], method: str) -> dict[str, Any]:
-        """``written`` with each renamed option under its current name (a ``FutureWarning`` says so)."""
+        """``written`` with each renamed option under its current name (a deprecation line says so)."""
         out = {}
         for name, value in written.items():
             if name in cls.renamed:
-                warnings.warn(f"projection method {method!r}: {name}= is renamed {cls.renamed[name]}=; the former "
-                              "spelling will stop working in a later release", FutureWarning, stacklevel=4)
+                say_deprecated(f"projection method {method!r}: {name}= is renamed {cls.renamed[name]}=; the former "
+                               "spelling will stop working in a later release")
                 name = cls.renamed[name]
             out[name] = value
         return out
