@@ -27,6 +27,7 @@ __all__ = [
     "DeviceError",
     "LanguageCodeError",
     "MissingFilesError",
+    "MissingModelError",
     "OutputExistsError",
     "UnknownOptionError",
     "UnreachableError",
@@ -34,6 +35,8 @@ __all__ = [
     "available_devices",
     "check_device",
     "check_language_code",
+    "check_model",
+    "looks_local",
     "offline_mode",
     "reaching",
 ]
@@ -113,6 +116,49 @@ class UnreachableError(UserError, ConnectionError):
     """A model or dataset that could be neither downloaded nor found locally."""
 
 
+class MissingModelError(UserError, FileNotFoundError):
+    """A model given as a local path (``/``, ``./``, ``../``, ``~``) that does not exist."""
+
+
+def looks_local(name: str | os.PathLike) -> bool:
+    """Whether ``name`` is written as a local path (absolute, ``./``, ``../``, ``~``), never a Hub id.
+
+    >>> looks_local("./models/ner"), looks_local("~/ner"), looks_local("FacebookAI/xlm-roberta-base")
+    (True, True, False)
+    """
+    text = str(name)
+    return (isinstance(name, os.PathLike) or text.startswith(("/", "./", "../", "~", ".\\", "..\\"))
+            or Path(text).is_absolute())
+
+
+def check_model(name: str | os.PathLike, what: str = "model") -> None:
+    """Fail now, before anything is loaded, for a model that cannot be had.
+
+    A local-looking path (:func:`looks_local`) that does not exist is a :class:`MissingModelError`,
+    "no model folder at PATH" (huggingface_hub would read it as a malformed repository id); offline,
+    a Hub id that is neither a folder here nor in the local cache is an :class:`UnreachableError`.
+    ``what`` names the option (``"NER model (--ner_model)"``).
+
+    >>> check_model("./no/such/model", "NER model (--ner_model)")
+    Traceback (most recent call last):
+    ...
+    crop_hf.errors.MissingModelError: no model folder at ./no/such/model (NER model (--ner_model))
+    """
+    text = str(name)
+    detail = "" if what == "model" else f" ({what})"
+    if looks_local(name):
+        if not Path(text).expanduser().exists():
+            raise MissingModelError(f"no model folder at {text}{detail}")
+        return
+    if Path(text).exists() or not offline_mode().startswith("offline mode is on"):
+        return
+    from huggingface_hub import try_to_load_from_cache
+
+    if not isinstance(try_to_load_from_cache(text, "config.json"), str):
+        raise UnreachableError(f"cannot load the {what} {text!r}: it is neither a folder here nor in the local "
+                               f"Hugging Face cache ({offline_mode()})")
+
+
 def offline_mode(environ: Mapping[str, str] | None = None) -> str:
     """Whether the Hugging Face libraries are offline, as a phrase for an error message."""
     environ = os.environ if environ is None else environ
@@ -130,6 +176,9 @@ def reaching(name: str | os.PathLike, what: str = "model") -> Iterator[None]:
     repository; this names it and says whether offline mode is on. Errors that already say what
     to change (:class:`UserError`) and ``OSError``\\ s about a local folder pass unchanged.
     """
+    if looks_local(name) and not Path(str(name)).expanduser().exists():
+        kind = "dataset" if what.startswith("dataset") else "model"
+        raise MissingModelError(f"no {kind} folder at {name}" + ("" if what in ("model", "dataset") else f" ({what})"))
     try:
         yield
     except UserError:

@@ -320,3 +320,24 @@ def test_hybrids_former_fuzzy_option_reads_as_threshold_with_a_deprecation_messa
     said = [record.getMessage() for record in caplog.records if record.name == "crop-hf"]
     assert said == ["projection method 'hybrid': fuzzy= is renamed threshold=; the former spelling will stop "
                     "working in a later release"] * 3
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("hybrid?function_words=xx", "projection method 'hybrid': function_words='xx': crop-hf has no function-word list "
+                                 "for 'xx' (it has de, en)"),
+    ("alignment?postpositions=fr", "projection method 'alignment': postpositions='fr': crop-hf has no adposition list "
+                                   "for 'fr' (it has en, hi)"),
+    ("hybrid_rerank?prepositions=zz", "projection method 'hybrid_rerank': prepositions='zz': "),
+])
+def test_a_list_code_crop_hf_does_not_ship_fails_where_the_spec_is_read(spec, message):
+    """Before any model is loaded: synthesis and translate-and-align configs read the spec (issue 62)."""
+    from crop_hf.augment.translate_align import TranslateAlignConfig
+    from crop_hf.synthesis import SynthesisConfig
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_method(spec)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        SynthesisConfig(tgt_langs=["de"], method=spec, alignment_model="eflomal", mt_model="m", ner_model="n")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        TranslateAlignConfig(input="in.tsv", output_dir="out", tgt_lang="hi", method=spec)
+    assert parse_method(spec.split("=")[0] + "=" + ("de" if "function" in spec else "hi"))[0] == spec.split("?")[0]

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from crop_hf.arguments import say_deprecated
+from crop_hf.data.readers.words import builtin_adpositions, builtin_function_words
 from crop_hf.data.sources import parse_query
 from crop_hf.errors import UnknownOptionError
 from crop_hf.projection.target import Normalizer
@@ -100,7 +101,10 @@ class ProjectionOptions:
                 values[name] = _value(text, hints[name])
             except ValueError as error:
                 raise ValueError(f"{what}: {name}={text!r} is not {error}") from None
-        return cls(**values)
+        try:
+            return cls(**values)
+        except ValueError as error:  # a value of the right type that the options refuse (__post_init__)
+            raise ValueError(f"{what}: {error}") from None
 
     @classmethod
     def spelled_now(cls, written: Mapping[str, Any], method: str) -> dict[str, Any]:
@@ -169,6 +173,17 @@ class AlignmentOptions(ProjectionOptions):
         "help": "Rule 9: the target's postpositions, a list crop-hf ships (hi): none starts a span, and a "
                 "span whose source starts with a preposition takes those after it."})
     prepositions: str = field(default="en", metadata={"help": "Rule 9: the source language's prepositions."})
+
+    def __post_init__(self) -> None:
+        # a list code crop-hf does not ship fails here, where the spec is read, not after the first shard
+        for name, read in (("function_words", builtin_function_words), ("postpositions", builtin_adpositions),
+                           ("prepositions", builtin_adpositions)):
+            code = getattr(self, name)
+            if code is not None:
+                try:
+                    read(code)
+                except ValueError as error:
+                    raise ValueError(f"{name}={code!r}: {error}") from None
 
 
 def _default(options: type[ProjectionOptions], name: str, default: Any) -> Any:
