@@ -150,7 +150,9 @@ def check_model(name: str | os.PathLike, what: str = "model") -> None:
         if not Path(text).expanduser().exists():
             raise MissingModelError(f"no model folder at {text}{detail}")
         return
-    if Path(text).exists() or not offline_mode().startswith("offline mode is on"):
+    models_offline = any(os.environ.get(name, "").upper() in {"1", "ON", "YES", "TRUE"}
+                         for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    if Path(text).exists() or not models_offline:
         return
     from huggingface_hub import try_to_load_from_cache
 
