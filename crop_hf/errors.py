@@ -25,6 +25,7 @@ from pathlib import Path
 __all__ = [
     "LANGUAGE_CODE",
     "DeviceError",
+    "EmptyInputError",
     "LanguageCodeError",
     "MissingFilesError",
     "MissingModelError",
@@ -114,6 +115,10 @@ class OutputExistsError(UserError, FileExistsError):
 
 class UnreachableError(UserError, ConnectionError):
     """A model or dataset that could be neither downloaded nor found locally."""
+
+
+class EmptyInputError(UserError, ValueError):
+    """An input file, a training or evaluation source, or a corpus to publish with no sentences (blank lines skipped)."""
 
 
 class MissingModelError(UserError, FileNotFoundError):

@@ -117,3 +117,83 @@ def test_a_failure_after_training_says_where_the_model_is(corpora, tiny_xlmr_ner
     said = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
     assert f"training finished and the model is saved in {output}" in " ".join(said)
     assert (output / "config.json").is_file() and (output / "model.safetensors").is_file()
+
+
+# --- synthesize and translate-align -------------------------------------------------------------
+
+
+def raw_files(folder: Path, **lines: str) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    for lang, text in lines.items():
+        (folder / f"{lang}.txt").write_text(text, encoding="utf-8")
+    return str(folder / "{lang}.txt")
+
+
+def synthesize_argv(template: str, output: Path, mt_model, ner_model, *extra: str) -> list[str]:
+    return ["synthesize", "--tgt_langs", "de", "es", "--input", template, "--output_dir", str(output),
+            "--mt_model", str(mt_model), "--ner_model", str(ner_model), "--language_filter", "false",
+            "--no_show_progress", *extra]
+
+
+@pytest.mark.parametrize(("es", "expected"), [
+    (None, "--input: no raw sentences for 'es': {raw}/es.txt does not exist"),
+    ("\n   \n\n", "--input: no sentences for 'es' in {raw}/es.txt (blank lines are skipped)"),
+])
+def test_synthesize_checks_every_languages_input_before_the_first_language_runs(es, expected, tmp_path, capsys,
+                                                                                 monkeypatch):
+    from crop_hf.synthesis import SynthesisModels
+
+    loads = []
+    monkeypatch.setattr(SynthesisModels, "load", classmethod(lambda cls, *a, **k: loads.append(1)))
+    raw = tmp_path / "raw"
+    template = raw_files(raw, de="Ich wohne in Hamburg .\n", **({"es": es} if es is not None else {}))
+    output = tmp_path / "out"
+    code, err = run(synthesize_argv(template, output, "fake-mt", "fake-ner"), capsys)
+    assert code == 1
+    assert one_line(err, "synthesize").startswith(f"crop-hf synthesize: error: {expected.format(raw=raw)}")
+    assert loads == [] and files_under(output) == []  # no model loaded for German first, nothing written
+
+
+def test_synthesize_names_a_missing_local_model_before_loading_any(tmp_path, capsys, tiny_m2m100):
+    template = raw_files(tmp_path / "raw", de="Ich wohne in Hamburg .\n", es="Vivo en Madrid .\n")
+    output = tmp_path / "out"
+    code, err = run(synthesize_argv(template, output, tiny_m2m100, "./no-such-ner"), capsys)
+    assert code == 1
+    assert "no model folder at ./no-such-ner (NER model (--ner_model))" in one_line(err, "synthesize")
+    assert files_under(output) == []
+
+
+def test_an_empty_result_is_named_in_the_summary_and_never_published(tmp_path, monkeypatch):
+    from synthesis_fakes import fake_config, fake_models
+
+    import crop_hf.synthesis.runner as runner
+    from crop_hf.errors import EmptyInputError
+    from crop_hf.synthesis import SynthesisRunner
+
+    template = raw_files(tmp_path / "raw", de="das ist alles klein .\n", nl="Ik woon in Hamburg .\n")
+    result = SynthesisRunner(fake_config(template, str(tmp_path / "out")), models=fake_models()).run()
+    assert result.statistics["de"]["kept"] == 0 and result.statistics["nl"]["kept"] == 1
+    assert "no sentence kept for de: see " in result.report() and "nl" not in result.empty_languages()
+    pushed = []
+    monkeypatch.setattr(runner, "push_output", lambda *args, **kwargs: pushed.append(args) or "url")
+    assert runner.push_to_hub(result, "me/corpus") == "url"  # one language kept something: published
+    result.statistics["nl"]["kept"] = 0
+    with pytest.raises(EmptyInputError, match=r"--push_to_hub me/corpus: the corpus is empty \(no sentence kept "
+                                              r"for de, nl\): nothing is published"):
+        runner.push_to_hub(result, "me/corpus")
+    assert len(pushed) == 1
+
+
+def test_translate_align_refuses_an_input_without_parses_and_names_a_missing_model(tmp_path, capsys):
+    parses = tmp_path / "en.tsv"
+    parses.write_text("parse\n", encoding="utf-8")
+    output = tmp_path / "out"
+    code, err = run(["translate-align", "--input", str(parses), "--output_dir", str(output), "--tgt_lang", "es",
+                     "--mt_model", "./no-such-mt", "--no_show_progress"], capsys)
+    assert code == 1 and f"--input: no English parses in {parses} (split 'train')" in one_line(err, "translate-align")
+    parses.write_text("parse\n[IN:GET_WEATHER weather in [SL:LOCATION Paris ] ]\n", encoding="utf-8")
+    code, err = run(["translate-align", "--input", str(parses), "--output_dir", str(output), "--tgt_lang", "es",
+                     "--mt_model", "./no-such-mt", "--no_show_progress"], capsys)
+    assert code == 1
+    assert "no model folder at ./no-such-mt (translation model (--mt_model))" in one_line(err, "translate-align")
+    assert files_under(output) == []

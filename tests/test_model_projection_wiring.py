@@ -296,6 +296,7 @@ def test_insertion_synthesis_with_the_tiny_models_loads_the_translation_model_on
 
 def test_a_model_without_marker_tokens_fails_insertion_synthesis_at_load_before_any_shard(tmp_path, bare_m2m100):
     (tmp_path / "de.txt").write_text("Ich wohne in Hamburg .\n", encoding="utf-8")
+    (tmp_path / "no-ner-here").mkdir()  # a folder, but no model: loading it would fail
     config = SynthesisConfig(tgt_langs=["de"], input=str(tmp_path / "{lang}.txt"), output_dir=str(tmp_path / "out"),
                              mt_model=str(bare_m2m100), ner_model=str(tmp_path / "no-ner-here"), method="insertion",
                              language_filter=False, show_progress=False)

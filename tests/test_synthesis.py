@@ -972,7 +972,7 @@ def test_merge_writes_statistics_card_and_report_and_other_processes_get_an_empt
 
 
 def test_a_finished_run_reads_the_label_names_from_the_ner_models_config(raw_dir, tmp_path, tiny_xlmr_ner):
-    from crop_hf.errors import UnreachableError
+    from crop_hf.errors import MissingModelError, UnreachableError
     from crop_hf.synthesis.runner import SynthesisRunner
 
     config = fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out"), ner_model=str(tiny_xlmr_ner))
@@ -981,8 +981,11 @@ def test_a_finished_run_reads_the_label_names_from_the_ner_models_config(raw_dir
     assert again._label_names() == list(fake_models().labels.names)
     assert again.run().statistics["de"]["kept"] == 4
     missing = dataclasses.replace(config, ner_model=str(tmp_path / "no-such-model"))
-    with pytest.raises(UnreachableError, match=r"NER model \(ner_model\)"):
+    with pytest.raises(MissingModelError, match=r"no model folder at .*no-such-model \(NER model \(--ner_model\)\)"):
         SynthesisRunner(missing)._label_names()
+    unreachable = dataclasses.replace(config, ner_model="crop-hf-tests/no-such-model")
+    with pytest.raises(UnreachableError, match=r"NER model \(--ner_model\)"):
+        SynthesisRunner(unreachable)._label_names()
 
 
 def test_a_resumed_run_reads_the_label_names_from_the_ner_models_config_at_its_revision(monkeypatch, tmp_path):
@@ -1004,7 +1007,7 @@ def test_a_resumed_run_reads_the_label_names_from_the_ner_models_config_at_its_r
     assert runner._label_names() == ["O", "B-PER", "I-PER"] and asked == [("some/ner", {"revision": "v2"})]
     unreachable = SynthesisRunner(SynthesisConfig(tgt_langs=["de"], output_dir=str(tmp_path),
                                                   ner_model="nowhere/ner"))
-    with pytest.raises(UnreachableError, match=r"^cannot load the NER model \(ner_model\) 'nowhere/ner'"):
+    with pytest.raises(UnreachableError, match=r"^cannot load the NER model \(--ner_model\) 'nowhere/ner'"):
         unreachable._label_names()
 
 

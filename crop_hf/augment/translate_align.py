@@ -47,7 +47,7 @@ from crop_hf.engine.jobs import CorpusJob, ShardResult, result_arguments, run_jo
 from crop_hf.engine.language import language_filter
 from crop_hf.engine.records import each_or_none
 from crop_hf.engine.shards import row_descriptions, shards_of
-from crop_hf.errors import check_language_code
+from crop_hf.errors import EmptyInputError, check_language_code, check_model
 from crop_hf.labels import Span, spans_to_tags, tags_to_spans
 from crop_hf.projection import TranslationScorer, tokenize_target
 from crop_hf.projection.methods import (
@@ -225,6 +225,8 @@ class TranslateAlignModels:
         from transformers import pipeline  # crop_hf is imported, so labeled-translation is registered
 
         chosen, options = method_options(config.method)
+        if not is_apertium(config.mt_model):  # it exists (a folder, or offline a cached Hub id) before it loads
+            check_model(config.mt_model, "translation model (--mt_model)")
         if not chosen.uses_scorer:
             options = {} if is_apertium(config.mt_model) else {"revision": config.mt_revision, "device": device,
                                                                "batch_size": config.batch_size}
@@ -422,6 +424,11 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse, TranslateAlignResu
         return describe_translator(self.config.mt_model, [(self.config.src_lang, self.config.tgt_lang)])
 
     def before_run(self) -> None:
+        # the input opens and holds a parse, before any model loads
+        if next(iter(self.shards(self.config.tgt_lang)), None) is None:
+            source = self.inputs if self.inputs is not None else self.config.input
+            where = f" in {source}" if isinstance(source, (str, Path)) else ""
+            raise EmptyInputError(f"--input: no English parses{where} (split {self.config.split!r})")
         for line in foreign_rules(self.config.method, [self.config.tgt_lang]):
             logger.warning(line)  # Hindi's postpositions on Spanish, say: once per run
         if is_apertium(self.config.mt_model) and self.config.num_beams != 1:

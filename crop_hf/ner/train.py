@@ -19,7 +19,7 @@ from crop_hf.data.sources import load_source, mix_weights, weighted_mix_loader
 from crop_hf.data.tokenization import pad_batch
 from crop_hf.engine.arguments import hyperparameters
 from crop_hf.engine.training import TrainingTask, start, train, wrap_lora
-from crop_hf.errors import UserError, check_model, reaching
+from crop_hf.errors import EmptyInputError, check_model, reaching
 from crop_hf.hub import ner_model_card
 from crop_hf.labels import LabelSet, parse_label_map
 from crop_hf.ner.arguments import DataArguments, ModelArguments, NerTrainingArguments
@@ -67,17 +67,13 @@ def _load_model(model_args: ModelArguments, sources):
     return tokenizer, model, label_set
 
 
-class EmptyCorpusError(UserError, ValueError):
-    """A training or evaluation corpus with no sentences."""
-
-
 def _eval_sets(data_args: DataArguments, split: str, datasets: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
     """The evaluation sets of ``split``, read in full; a source with no sentences there is an error naming it."""
     sets = {}
     for spec in data_args.eval_sources:
         found = load_eval_sets([spec], split, max_samples=data_args.max_eval_samples, datasets=datasets)
         if not any(len(rows) for rows, _ in found.values()):
-            raise EmptyCorpusError(f"--eval_sources {spec}: no sentences in its {split!r} split")
+            raise EmptyInputError(f"--eval_sources {spec}: no sentences in its {split!r} split")
         sets.update({key if key not in sets else f"{key}:{spec}": value for key, value in found.items()})
     return sets
 
@@ -109,7 +105,7 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
                    for spec in data_args.train_sources]
         for source in sources:  # an empty corpus would train on nothing, or on the others alone, silently
             if not len(source.split("train")):
-                raise EmptyCorpusError(f"--train_sources {source.spec}: no sentences in its train split")
+                raise EmptyInputError(f"--train_sources {source.spec}: no sentences in its train split")
         # every split evaluated after training is read now: a wrong data_dir or an empty file fails in
         # seconds, not after hours of training
         eval_sets = {split: _eval_sets(data_args, split, datasets)

@@ -76,7 +76,7 @@ def _from_string(text: str, lang: str, text_column: str | None, strict: bool = F
         if path.is_dir():
             path = path / f"{lang}.txt"
         if not path.is_file():
-            raise FileNotFoundError(f"no raw sentences for {lang!r}: {path} does not exist")
+            raise FileNotFoundError(f"--input: no raw sentences for {lang!r}: {path} does not exist")
         return _read_lines(path, strict)
     if spec.kind == "hub":
         import datasets

@@ -15,7 +15,7 @@ from crop_hf.engine import shards
 from crop_hf.engine.jobs import CorpusJob, ShardResult, push_output, run_job
 from crop_hf.engine.language import language_filter
 from crop_hf.engine.shards import shards_of
-from crop_hf.errors import reaching
+from crop_hf.errors import EmptyInputError, reaching
 from crop_hf.labels import LabelSet
 from crop_hf.projection.methods import foreign_rules, get_method, placement
 from crop_hf.synthesis.card import synthesis_card
@@ -69,8 +69,15 @@ class SynthesisResult:
             resumed = (f"\nresumed: skipped {sum(self.skipped_shards.values())} shard(s) an earlier run had "
                        f"finished ({counts})")
         labels = f"\nlabels: {self.placement}" if self.placement else ""
-        return (f"{self.table()}{labels}\n\ndataset: {self.dataset_path}\ndiscarded sentences: {self.discarded_path}"
-                f"\ncard: {self.output_dir / 'README.md'}{resumed}")
+        empty = self.empty_languages()
+        nothing = (f"\nno sentence kept for {', '.join(empty)}: see {self.discarded_path} for why each was dropped"
+                   if empty else "")
+        return (f"{self.table()}{labels}{nothing}\n\ndataset: {self.dataset_path}\ndiscarded sentences: "
+                f"{self.discarded_path}\ncard: {self.output_dir / 'README.md'}{resumed}")
+
+    def empty_languages(self) -> list[str]:
+        """The languages whose corpus came out empty after filtering."""
+        return [lang for lang, stats in self.statistics.items() if not stats.get("kept", 0)]
 
 
 class SynthesisRunner(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult]):
@@ -133,6 +140,7 @@ class SynthesisRunner(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult
         return describe_translator(self.config.mt_model, self.config.translation_directions())
 
     def before_run(self) -> None:
+        self.check_inputs()
         for line in foreign_rules(self.config.method, self.config.tgt_langs):
             logger.warning(line)  # German's rules on Spanish, say: once per run, before hours of work
         if is_apertium(self.config.mt_model):
@@ -144,6 +152,16 @@ class SynthesisRunner(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult
         if self._models is not None and get_method(self.config.method).uses_scorer:
             for lang in self.config.tgt_langs:  # models given: their scorer is checked before any shard
                 shard_scorer(self.config, self._models.scorer, lang)  # (loaded ones are checked as they load)
+
+    def check_inputs(self) -> None:
+        """Open every language's input and read its first sentence, before any model loads: a missing file
+        of the last language, or an empty one, fails now (one line naming ``--input`` and the language)."""
+        source = self.inputs if self.inputs is not None else self.config.input
+        for lang in self.config.tgt_langs:
+            if next(iter_raw_sentences(source, lang, limit=1), None) is None:
+                where = (f" in {str(source).replace('{lang}', lang)}" if isinstance(source, (str, Path))
+                         else " in the inputs given")
+                raise EmptyInputError(f"--input: no sentences for {lang!r}{where} (blank lines are skipped)")
 
     def shard_keys(self) -> list[str]:
         return list(self.config.tgt_langs)
@@ -181,7 +199,7 @@ class SynthesisRunner(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult
             return list(self._models.labels.names)
         from transformers import AutoConfig
 
-        with reaching(self.config.ner_model, "NER model (ner_model)"):
+        with reaching(self.config.ner_model, "NER model (--ner_model)"):
             config = AutoConfig.from_pretrained(self.config.ner_model, revision=self.config.ner_revision)
         return list(LabelSet.of_model(config.id2label).names)
 
@@ -192,5 +210,11 @@ def synthesize(config: SynthesisConfig, models: SynthesisModels | None = None, i
 
 
 def push_to_hub(result: SynthesisResult, repo_id: str, *, private: bool = False, token: str | None = None) -> str:
-    """Publish the synthesized dataset (parquet, one split per language), its report plots, then its card; returns the URL."""
+    """Publish the synthesized dataset (parquet, one split per language), its report plots, then its card; returns the URL.
+
+    An empty corpus (no sentence kept in any language) is refused: there is nothing to publish.
+    """
+    if result.statistics and len(result.empty_languages()) == len(result.statistics):
+        raise EmptyInputError(f"--push_to_hub {repo_id}: the corpus is empty (no sentence kept for "
+                              f"{', '.join(result.statistics)}): nothing is published")
     return push_output(result.output_dir, repo_id, private=private, token=token)

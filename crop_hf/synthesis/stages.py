@@ -32,7 +32,7 @@ from crop_hf.alignment import EflomalAligner, EmbeddingAligner
 from crop_hf.engine.jobs import ShardResult
 from crop_hf.engine.language import LanguageIdFilter
 from crop_hf.engine.records import each_or_none, entity_spans
-from crop_hf.errors import reaching
+from crop_hf.errors import check_model, reaching
 from crop_hf.labels import LabelSet
 from crop_hf.markers import get_marker_style
 from crop_hf.projection import tokenize_target
@@ -88,6 +88,12 @@ class SynthesisModels:
         from transformers import pipeline  # crop_hf is imported, so labeled-translation is registered
 
         chosen, options = method_options(config.method)
+        # every model the run needs exists (a folder, or offline a cached Hub id) before any is loaded
+        if not is_apertium(config.mt_model):
+            check_model(config.mt_model, "translation model (--mt_model)")
+        check_model(config.ner_model, "NER model (--ner_model)")
+        if chosen.uses_alignment and config.alignment_model not in (None, EFLOMAL):
+            check_model(config.alignment_model, "word aligner (--alignment_model)")
         scorer = None
         if chosen.uses_scorer:
             scorer = load_scorer(config, device)
@@ -101,7 +107,7 @@ class SynthesisModels:
             translator = load_translator(config.mt_model, revision=config.mt_revision, device=device,
                                          batch_size=config.batch_size, backend=config.backend,
                                          compute_type=config.compute_type, constrain_markers=config.constrain_markers)
-        with reaching(config.ner_model, "NER model (ner_model)"):
+        with reaching(config.ner_model, "NER model (--ner_model)"):
             tagger = pipeline("token-classification", model=config.ner_model, revision=config.ner_revision,
                               aggregation_strategy="first", device=device)
         aligner = None
@@ -116,7 +122,7 @@ class SynthesisModels:
 def load_scorer(config: SynthesisConfig, device: Any = None) -> Any:
     """``config.mt_model`` (at ``mt_revision``) as a :class:`~crop_hf.projection.TranslationScorer`, checked
     for every target language (:func:`shard_scorer`) before anything else is loaded."""
-    with reaching(config.mt_model, "translation model (mt_model)"):
+    with reaching(config.mt_model, "translation model (--mt_model)"):
         scorer = TranslationScorer.from_pretrained(config.mt_model, config.src_lang, config.tgt_langs[0],
                                                    revision=config.mt_revision, device=device,
                                                    batch_size=config.batch_size)

@@ -30,6 +30,6 @@ def load_translator(mt_model: Any, *, revision: str | None = None, device: Any =
         return TextEngineTranslationPipeline(engine, **options)
     from transformers import pipeline  # crop_hf is imported, so labeled-translation is registered
 
-    with reaching(mt_model, "translation model (mt_model)"):
+    with reaching(mt_model, "translation model (--mt_model)"):
         return pipeline("labeled-translation", model=mt_model, revision=revision, device=device,
                         batch_size=batch_size, **options)
