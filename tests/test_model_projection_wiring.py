@@ -178,8 +178,15 @@ def test_without_named_methods_each_model_gets_the_scored_methods_it_suits(score
     skipped = [message for _, _, message in caplog.record_tuples]
     assert [m.split(":")[0] for m in skipped] == ["no insertion row for bart", "no rerank row for bart",
                                                   "no hybrid_rerank row for bart"]
-    with pytest.raises(ValueError, match=r"^reranking needs the reverse direction"):  # named: an error
-        evaluate_projection(SOURCE, TARGET, methods=["rerank"], scorers={"m2m": scorer, "bart": bart})
+    # named: scored with the models that suit it, the others skipped and said why; suiting none is an error
+    caplog.clear()
+    named = evaluate_projection(SOURCE, TARGET, methods=["rerank"], scorers={"m2m": scorer, "bart": bart})
+    assert [(row.name, row.model) for row in named.rows] == [("rerank", "m2m")]
+    assert [(method, model) for method, model, _ in named.skipped] == [("rerank", "bart")]
+    assert named.skipped[0][2].startswith("reranking needs the reverse direction")
+    assert named.to_dict()["skipped"][0]["model"] == "bart"
+    with pytest.raises(ValueError, match=r"^reranking needs the reverse direction"):
+        evaluate_projection(SOURCE, TARGET, methods=["rerank"], scorers={"bart": bart})
     with pytest.raises(ValueError, match=r"^projection method 'insertion' scores spans with a translation model"):
         evaluate_projection(SOURCE, TARGET, methods=["insertion"])
 
@@ -211,6 +218,31 @@ def test_the_command_scores_each_scorer_model_and_says_what_is_missing(tmp_path,
     assert main(["evaluate-projection", "--source", f"disk:{folder}#en", "--target", f"disk:{folder}",
                  "--scorer_models", "m=a", "m=b", "--src_lang", "en", "--tgt_lang", "de", "--no_show_progress"]) == 1
     assert "error: --scorer_models: two models are named 'm'; name them NAME=PATH" in capsys.readouterr().err
+
+
+def test_the_documented_model_scored_command_runs_and_says_which_pairs_it_skipped(tmp_path, tiny_m2m100,
+                                                                                   bare_m2m100, capsys):
+    """evaluate-projection's --help and docs/how-to/project-labels.md: insertion with a marker-trained model,
+    reranking with both; a plain model cannot insert markers, so that one pair is skipped, not the run."""
+    folder = tmp_path / "pairs"
+    datasets.Dataset.from_dict({"en_tokens": [s for s, _ in SOURCE], "en_ner_tags": [t for _, t in SOURCE],
+                                "tokens": [s for s, _ in TARGET], "ner_tags": [t for _, t in TARGET]}
+                               ).save_to_disk(str(folder))
+    out = tmp_path / "out"
+    capsys.readouterr()
+    code = main(["evaluate-projection", "--source", f"disk:{folder}#en", "--target", f"disk:{folder}",
+                 "--methods", "hybrid", "insertion", "rerank", "hybrid_rerank",
+                 "--scorer_models", f"markers={tiny_m2m100}", f"m2m={bare_m2m100}", "--src_lang", "en",
+                 "--tgt_lang", "de", "--device", "cpu", "--output_dir", str(out), "--no_show_progress"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    rows = [(row["name"], row.get("model")) for row in json.loads((out / "projection.json").read_text())["rows"]]
+    assert rows == [("hybrid", None), ("insertion", "markers"), ("rerank", "markers"), ("rerank", "m2m"),
+                    ("hybrid_rerank", "markers"), ("hybrid_rerank", "m2m")]
+    skipped = [line for line in printed.splitlines() if line.startswith("skipped: ")]
+    assert len(skipped) == 1 and skipped[0].startswith("skipped: insertion with m2m: ")
+    assert str(bare_m2m100) in skipped[0]  # the reason names the model that lacks the markers
+    assert "crop-hf evaluate-projection" in (Path(__file__).parents[1] / "docs/how-to/project-labels.md").read_text()
 
 
 # --------------------------------------------------------------------------- synthesis --method insertion

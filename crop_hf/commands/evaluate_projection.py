@@ -29,8 +29,9 @@ words (no translation of the entity is known): see :mod:`crop_hf.metrics.project
 
 ``--scorer_models`` adds the methods scored by a translation model (``insertion`` needs a
 marker-trained model, ``rerank``/``hybrid_rerank`` any multilingual one), one row per method and
-model, a ``model`` column in the table; without ``--methods`` each model gets the scored methods
-it suits (the others are skipped with a warning). Each is loaded on ``--device`` and scores
+model, a ``model`` column in the table; each method is scored with the models that suit it, and
+the table is followed by a ``skipped:`` line per other pair saying why (a method no model suits is
+an error). Each is loaded on ``--device`` and scores
 ``--src_lang`` → ``--tgt_lang`` (codes of its family).
 """
 
@@ -235,6 +236,8 @@ def run(config: EvaluateProjectionConfig) -> int:
     print(f"{evaluation.sentences} sentence pairs, {evaluation.source_entities} source and "
           f"{evaluation.gold_entities} gold target entities" + (f" ({aligned})" if aligned else ""))
     print(table)
+    for method, model, why in evaluation.skipped:
+        print(f"skipped: {method} with {model}: {why}")
     if config.output_dir:
         folder = Path(config.output_dir)
         folder.mkdir(parents=True, exist_ok=True)

@@ -22,10 +22,11 @@ sides of Hinglish-TOP, any pair of tagged corpora), :func:`evaluate_projection`
 per model given as ``scorers={name: TranslationScorer}`` (each in the source → target direction),
 one :class:`ScoredProjectionRow` per (method, aligner, model), its sentences per second measured
 around that method's projection with that model (model loading apart). Named in ``methods``
-without ``scorers`` they are an error; with ``methods`` left out they are scored for every model
-that suits them (:func:`~crop_hf.projection.methods.check_scorer`: insertion for models with
-marker tokens, reranking for models with the reverse direction), the others skipped with a
-warning. Without ``scorers`` and ``methods`` the rows are those of the model-free methods.
+without ``scorers`` they are an error; each is scored with every model that suits it
+(:func:`~crop_hf.projection.methods.check_scorer`: insertion for models with marker tokens,
+reranking for models with the reverse direction), the other pairs skipped with a warning and
+listed with why in :attr:`ProjectionEvaluation.skipped`; a method no model suits is an error.
+Without ``scorers`` and ``methods`` the rows are those of the model-free methods.
 
 **What lexical methods read.** Lexical and fuzzy projection (CroP) look for the *translated* text
 of each entity, which a labeled translation provides; a corpus of human translations has no such
@@ -157,12 +158,16 @@ class ProjectionEvaluation:
     aligners: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: translation model name -> the checkpoint it scored with (only when model-scored methods ran)
     models: dict[str, str] = field(default_factory=dict)
+    #: ``(method row, model, why)`` of each pair of a model-scored method and a model that does not suit it
+    skipped: list[tuple[str, str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         out = {"sentences": self.sentences, "source_entities": self.source_entities,
                "gold_entities": self.gold_entities, "aligners": self.aligners}
         if self.models:
             out["models"] = self.models
+        if self.skipped:
+            out["skipped"] = [{"method": method, "model": model, "why": why} for method, model, why in self.skipped]
         return {**out, "rows": [asdict(row) for row in self.rows]}
 
     def row(self, name: str, aligner: str | None = None, model: str | None = None) -> ProjectionRow:
@@ -264,7 +269,7 @@ def evaluate_projection(
                          "sentence k of the target must be the translation of sentence k of the source")
     scorers = dict(scorers or {})
     rows_wanted = _method_rows(methods, scored=bool(scorers))
-    scored_rows = _scored_rows(rows_wanted, scorers, named=methods is not None)  # before aligning: errors cost nothing
+    scored_rows, skipped = _scored_rows(rows_wanted, scorers)  # before aligning: errors cost nothing
     alignments = dict(alignments or {})
     if aligners is None:
         aligners = {} if alignments else {"eflomal": EflomalAligner()}
@@ -316,18 +321,20 @@ def evaluate_projection(
     models = {name: str(getattr(scorer, "name", name)) for name, scorer in scorers.items()
               if any(name in names for names in scored_rows.values())}
     return ProjectionEvaluation(rows, len(source_pairs), sum(map(len, spans)),
-                                sum(len(tags_to_spans(tags)) for tags in gold), aligner_info, models)
+                                sum(len(tags_to_spans(tags)) for tags in gold), aligner_info, models, skipped)
 
 
-def _scored_rows(rows_wanted: Sequence[tuple[str, str, dict[str, Any]]], scorers: Mapping[str, Any], *,
-                 named: bool) -> dict[int, list[str]]:
-    """Per wanted row of a model-scored method, the models it is scored with.
+def _scored_rows(rows_wanted: Sequence[tuple[str, str, dict[str, Any]]], scorers: Mapping[str, Any]
+                 ) -> tuple[dict[int, list[str]], list[tuple[str, str, str]]]:
+    """Per wanted row of a model-scored method, the models it is scored with; and the pairs skipped, with why.
 
-    A method ``named`` by the caller must suit every model (else the error of
-    :func:`~crop_hf.projection.methods.check_scorer`, naming the model); a default one is scored with
-    the models that suit it, the others skipped with a warning.
+    Each method is scored with the models that suit it (:func:`~crop_hf.projection.methods.check_scorer`:
+    insertion needs a model with its markers, reranking the reverse direction); each other pair is
+    skipped with a warning saying why. A method that suits none of the models is the error of the
+    last one, naming it: nothing could score that row.
     """
     out: dict[int, list[str]] = {}
+    skipped: list[tuple[str, str, str]] = []
     for index, (name, method, options) in enumerate(rows_wanted):
         if not get_method(method).uses_scorer:
             continue
@@ -336,16 +343,20 @@ def _scored_rows(rows_wanted: Sequence[tuple[str, str, dict[str, Any]]], scorers
                              "scorers={name: TranslationScorer} (crop-hf evaluate-projection --scorer_models "
                              "NAME=PATH --src_lang .. --tgt_lang ..)")
         out[index] = []
+        refusals = []
         for model, scorer in scorers.items():
             try:
                 check_scorer(method, scorer, **options)
             except ValueError as error:
-                if named:
-                    raise
-                logger.warning("no %s row for %s: %s", name, model, error)
+                refusals.append((name, model, str(error), error))
                 continue
             out[index].append(model)
-    return out
+        if not out[index]:
+            raise refusals[-1][3]
+        for name_, model, why, _ in refusals:
+            logger.warning("no %s row for %s: %s", name_, model, why)
+            skipped.append((name_, model, why))
+    return out, skipped
 
 
 def _score(name: str, method: str, aligner: str | None, options: dict[str, Any], results: Sequence[Any],
