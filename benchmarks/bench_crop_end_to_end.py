@@ -41,7 +41,10 @@ The loop runs through the public functions the commands call (``crop-hf synthesi
   the one the validation split prefers, see the benchmark's page);
 * ``c`` the corpus of ``hybrid`` projection with eflomal (no back-translation and no pretrained
   model: the raw sentence's words are linked to the English translation's, the shard aligned as one
-  corpus); ``c_alignment`` the same links with CSTOP's alignment rule alone;
+  corpus); ``c_alignment`` the same links with CSTOP's alignment rule alone; ``c_rerank`` hybrid's
+  spans re-ranked by the translation model (``hybrid_rerank``; German only);
+* ``d`` the corpus of ``--method insertion``: the raw sentence stays as it is and the marker-trained
+  translation model places the English tagger's entities into it (no back-translation; German only);
 * ``e`` self-training on top of ``--best_corpus`` (CroP's step iii: that row's model re-labels the
   sentences synthesis discarded, combined by ``--self_train_rule`` with the labels projection gave
   them, or the English tagger's where it gave none);
@@ -80,7 +83,9 @@ from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
 
-ROWS = ("a", "b", "b_prime", "c", "c_alignment", "e", "f", "f_b", "g", "oracle_kept", "oracle_all")
+ROWS = ("a", "b", "b_prime", "c", "c_alignment", "c_rerank", "d", "e", "f", "f_b", "g", "oracle_kept", "oracle_all")
+#: rows whose projection is scored by the translation model: not with a text engine (Apertium has no scores)
+SCORED_ROWS = ("c_rerank", "d")
 HERE = Path(__file__).resolve().parent
 
 
@@ -100,6 +105,7 @@ class Setting:
 SETTINGS = {
     "de": Setting("de", "German", ("PER", "ORG", "LOC"),
                   ("a", "b", "c", "c_alignment", "e", "f", "g", "oracle_kept", "oracle_all"), None, 5000, 3000),
+    # rows c_rerank and d (model-scored projection) run when asked: --rows ... c_rerank d
     "es": Setting("es", "Spanish", ("PER", "ORG", "LOC", "MISC"),
                   ("a", "b", "b_prime", "c", "e", "f", "f_b", "g", "oracle_kept", "oracle_all"), "apertium", None,
                   None),
@@ -113,6 +119,8 @@ def row_names(setting: Setting, b_prime: str = "") -> dict[str, str]:
         "b_prime": f"+ CroP corpus, {b_prime}",
         "c": "+ corpus, hybrid (eflomal)",
         "c_alignment": "+ corpus, alignment (eflomal)",
+        "c_rerank": "+ corpus, hybrid_rerank (eflomal)",
+        "d": "+ corpus, insertion (marker model)",
         "e": "+ self-training on the best",
         "f": "+ translate-train",
         "f_b": "+ translate-train + the best corpus",
@@ -156,7 +164,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--num_return_sequences", type=int, default=2)
     parser.add_argument("--b_prime", default="lexical?ignore_case=true",
                         help="the projection method of row b_prime (a method spec; chosen on --split validation)")
-    parser.add_argument("--best_corpus", choices=["b", "b_prime", "c", "c_alignment"], default="b",
+    parser.add_argument("--best_corpus", choices=["b", "b_prime", "c", "c_alignment", "c_rerank", "d"], default="b",
                         help="the corpus self-training (e) and f_b build on and whose kept sentences oracle_kept "
                              "takes: the best CroP corpus on the validation split")
     parser.add_argument("--eflomal_extra", default="auto",
@@ -548,8 +556,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     tagger = models / f"a-{args.seeds[0]}"
     corpora = {}
     for row, method, aligner in (("b", "lexical", None), ("b_prime", args.b_prime, None), ("c", "hybrid", "eflomal"),
-                                 ("c_alignment", "alignment", "eflomal")):
+                                 ("c_alignment", "alignment", "eflomal"), ("c_rerank", "hybrid_rerank", "eflomal"),
+                                 ("d", "insertion", None)):
         if row not in rows:
+            continue
+        if row in SCORED_ROWS and is_engine(mt_model):
+            funnels.append(f"{row} ({method}): not run, {mt_model} has no scores to place entities with")
             continue
         folder = f"corpus-{row}" if row != "b_prime" else f"corpus-{slug(args.b_prime)}"
         extra = clock.run("eflomal extra text", eflomal_extra, args, data_dir) if row == "c" else None

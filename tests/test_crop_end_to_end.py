@@ -36,10 +36,15 @@ def bench():
 
 
 def fake_models(config, device=None):
+    """The identity translator and the capitalized-word tagger; a model-scored method gets the real scorer of
+    ``config.mt_model`` (random weights: where it puts the entities is noise, what it hands on is checked)."""
     from crop_hf.alignment import EflomalAligner
+    from crop_hf.projection.methods import get_method
+    from crop_hf.synthesis.stages import load_scorer
 
     aligner = EflomalAligner() if config.alignment_model == "eflomal" else None
-    return SynthesisModels(FakeTranslator(), FakeTagger(), LabelSet(PANX_LABELS), aligner)
+    scorer = load_scorer(config) if get_method(config.method).uses_scorer else None
+    return SynthesisModels(FakeTranslator(), FakeTagger(), LabelSet(PANX_LABELS), aligner, scorer)
 
 
 @pytest.mark.slow
@@ -50,14 +55,16 @@ def test_the_whole_loop_hands_each_stage_what_it_needs_and_its_models_tag(bench,
     monkeypatch.setattr(SynthesisModels, "load", classmethod(lambda cls, config, device=None: fake_models(config)))
     monkeypatch.setattr(bench, "load_translator", lambda mt_model: FakeTranslator())
     work = tmp_path / "work"
+    rows = [*bench.SETTINGS["de"].rows, "c_rerank", "d"]  # and the model-scored corpora
     assert bench.main(["--data_dir", str(shared_data), "--work_dir", str(work), "--mt_model", str(tiny_m2m100),
                        "--steps", "3", "--seeds", "0", "--raw_sentences", "40", "--test_sentences", "20",
-                       "--vocab_size", "1000", "--hidden_size", "16", "--num_beams", "1",
-                       "--num_return_sequences", "1", "--no-language_filter"]) == 0
+                       "--source_test_sentences", "20", "--vocab_size", "1000", "--hidden_size", "16",
+                       "--num_beams", "1", "--num_return_sequences", "1", "--no-language_filter", "--threads", "1",
+                       "--rows", *rows]) == 0
     out = capsys.readouterr().out
     results = json.loads((work / "results-test.json").read_text())["results"]
 
-    assert set(results) == set(bench.SETTINGS["de"].rows)
+    assert set(results) == set(rows)
     for row, runs in results.items():
         assert len(runs) == 1, row
         for test_set in ("wikiann_de", "europarl_de", "wikiann_en"):
@@ -78,6 +85,11 @@ def test_the_whole_loop_hands_each_stage_what_it_needs_and_its_models_tag(bench,
     for stage in ("train-ner", "evaluate-ner", "synthesize (lexical)", "synthesize (hybrid)", "self-train (re-label)",
                   "translate-train"):
         assert stage in out
+
+    for row, method in (("c_rerank", "hybrid_rerank"), ("d", "insertion")):  # the scored corpora: every sentence
+        stats = json.loads((next(work.glob("models-*")) / f"corpus-{row}" / "statistics.json").read_text())["de"]
+        assert stats["input"] == 40 and f"{row} ({method}): " in out, row  # accounted for, with the funnel said
+        assert stats["kept"] + sum(v for k, v in stats.items() if k not in ("input", "kept")) == 40
 
     # Every row's model is a token classifier over the PAN-X labels that tags German text.
     for row in bench.SETTINGS["de"].rows:
