@@ -561,7 +561,7 @@ def test_tagger_entities_become_trimmed_non_overlapping_character_spans():
                          ) == [{"start": 0, "end": 1, "label": "A"}, {"start": 1, "end": 2, "label": "B"}]
 
 
-def test_a_refused_batch_is_retried_record_by_record_and_other_errors_propagate(caplog):
+def test_a_refused_batch_is_halved_until_the_refused_record_is_found_and_other_errors_propagate(caplog):
     from crop_hf.engine.records import each_or_none
 
     calls = []
@@ -573,7 +573,12 @@ def test_a_refused_batch_is_retried_record_by_record_and_other_errors_propagate(
         return [item.upper() for item in items]
 
     assert each_or_none(call, ["a", "bad", "c"]) == ["A", None, "C"]
-    assert calls == [["a", "bad", "c"], ["a"], ["bad"], ["c"]]
+    assert calls == [["a", "bad", "c"], ["a"], ["bad", "c"], ["bad"], ["c"]]
+    calls.clear()  # one refused record among 64: its halves are called in batches, 2 log2(64) + 1 calls
+    words = [f"w{k}" for k in range(64)]
+    words[41] = "bad"
+    assert each_or_none(call, words) == [w.upper() if w != "bad" else None for w in words]
+    assert len(calls) == 13 and max(len(c) for c in calls[1:]) == 32 and ["bad"] in calls
     assert "a batch of 3 failed" in caplog.text and "dropping a record the pipeline refused" in caplog.text
     calls.clear()
     assert each_or_none(call, ["a", "c"]) == ["A", "C"] and calls == [["a", "c"]]  # one call when all is well
@@ -712,11 +717,11 @@ def test_process_shard_drops_each_sentence_with_its_first_reason_and_keeps_what_
                               projection_incomplete=1)
     # Each refusal is logged with the pipeline's own words: once for the batch, once for the record.
     assert [record.getMessage() for record in caplog.records] == [
-        "a batch of 12 failed (sentence 1: cannot translate 'Anna explode Berlin'); retrying its records one by one",
+        "a batch of 12 failed (sentence 1: cannot translate 'Anna explode Berlin'); looking for the refused records in halves of it",
         "dropping a record the pipeline refused: sentence 0: cannot translate 'Anna explode Berlin'",
-        "a batch of 9 failed (cannot tag an unreadable text); retrying its records one by one",
+        "a batch of 9 failed (cannot tag an unreadable text); looking for the refused records in halves of it",
         "dropping a record the pipeline refused: cannot tag an unreadable text",
-        "a batch of 7 failed (sentence 1: cannot translate 'Anna explode Peter'); retrying its records one by one",
+        "a batch of 7 failed (sentence 1: cannot translate 'Anna explode Peter'); looking for the refused records in halves of it",
         "dropping a record the pipeline refused: sentence 0: cannot translate 'Anna explode Peter'",
     ]
 
