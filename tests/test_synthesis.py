@@ -797,7 +797,7 @@ def test_a_pipeline_returning_fewer_outputs_than_inputs_stops_the_shard_instead_
         process_shard(["Anna wohnt in Hamburg .", "Peter wohnt in Bremen ."], "de", shard_settings(), models, None)
 
 
-def testentity_spans_trim_exactly_the_spaces_and_compare_with_the_last_span_kept():
+def test_entity_spans_trim_exactly_the_spaces_and_compare_with_the_last_span_kept():
     from crop_hf.engine.records import entity_spans
 
     def entity(start, end, label="PER"):
@@ -817,7 +817,7 @@ def testentity_spans_trim_exactly_the_spaces_and_compare_with_the_last_span_kept
 
 
 def test_language_filter_names_every_language_it_cannot_check_in_one_warning(caplog):
-    with caplog.at_level(logging.WARNING, logger="crop_hf.synthesis.filters"):
+    with caplog.at_level(logging.WARNING, logger="crop_hf.engine.language"):
         language_filter = LanguageIdFilter(["en", "yo", "de", "my"])
     assert [record.getMessage() for record in caplog.records] == [
         "langid does not know my, yo: translations into them are not language-checked"]
