@@ -30,6 +30,7 @@ __all__ = [
     "MissingFilesError",
     "MissingModelError",
     "OutputExistsError",
+    "OutputPathError",
     "UnknownOptionError",
     "UnreachableError",
     "UserError",
@@ -37,7 +38,9 @@ __all__ = [
     "check_device",
     "check_language_code",
     "check_model",
+    "check_output_path",
     "looks_local",
+    "naming",
     "offline_mode",
     "reaching",
 ]
@@ -113,6 +116,36 @@ class OutputExistsError(UserError, FileExistsError):
     """An output folder holds a finished result of other settings (``--overwrite_output_dir`` replaces it)."""
 
 
+class OutputPathError(UserError, OSError):
+    """An output that could only fail once the work is done: a file where a folder goes, no folder to hold a file."""
+
+
+def check_output_path(path: str | os.PathLike, option: str, *, file: bool = False) -> None:
+    """Fail now, before any work, for an output the work could not be written to; nothing is created.
+
+    A folder (``file=False``) must not be a file, nor lie under one; a file (``file=True``) must not
+    be a folder, and its folder must exist. ``option`` names the option (``"--output_dir"``).
+
+    >>> check_output_path("/dev/null/out", "--output_dir")
+    Traceback (most recent call last):
+    ...
+    crop_hf.errors.OutputPathError: --output_dir /dev/null/out: /dev/null is a file, not a folder
+    """
+    target = Path(path).expanduser()
+    if file:
+        if target.is_dir():
+            raise OutputPathError(f"{option} {path}: a folder is there, not a file")
+        if not target.parent.is_dir():
+            raise OutputPathError(f"{option} {path}: no folder {target.parent} to write it in")
+        return
+    for folder in (target, *target.parents):  # the nearest one that exists must be a folder
+        if folder.exists():
+            if not folder.is_dir():
+                where = "a file is there" if folder == target else f"{folder} is a file"
+                raise OutputPathError(f"{option} {path}: {where}, not a folder")
+            return
+
+
 class UnreachableError(UserError, ConnectionError):
     """A model or dataset that could be neither downloaded nor found locally."""
 
@@ -164,6 +197,25 @@ def check_model(name: str | os.PathLike, what: str = "model") -> None:
     if not isinstance(try_to_load_from_cache(text, "config.json"), str):
         raise UnreachableError(f"cannot load the {what} {text!r}: it is neither a folder here nor in the local "
                                f"Hugging Face cache ({offline_mode()})")
+
+
+@contextmanager
+def naming(option: str) -> Iterator[None]:
+    """Put ``option`` (as the command line spells it) before the message of a :class:`UserError` raised
+    inside: for a loader shared by several commands, which cannot know which option named its input.
+
+    >>> with naming("--encoder"):
+    ...     check_model("./no/encoder")
+    Traceback (most recent call last):
+    ...
+    crop_hf.errors.MissingModelError: --encoder: no model folder at ./no/encoder
+    """
+    try:
+        yield
+    except UserError as error:
+        if error.args and isinstance(error.args[0], str) and not error.args[0].startswith(option):
+            error.args = (f"{option}: {error.args[0]}", *error.args[1:])
+        raise
 
 
 def offline_mode(environ: Mapping[str, str] | None = None) -> str:

@@ -51,13 +51,15 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from crop_hf.data.features import ner_features, tag_strings
-from crop_hf.data.sources import is_split_by_language, join_languages, load_spec
-from crop_hf.errors import reaching
+from crop_hf.data.sources import is_split_by_language, join_languages, load_source, load_spec
+from crop_hf.engine.training import telling_where_saved
+from crop_hf.errors import EmptyInputError, check_model, check_output_path, reaching
 from crop_hf.labels import LabelSet, repair_tags, spans_to_tags, tags_to_spans
 from crop_hf.ner import DataArguments, train_ner
 from crop_hf.ner.evaluate import predict_tags
@@ -121,17 +123,35 @@ class SelfTrainingResult:
     corpus_dir: Path | None = None
 
 
-def _as_dataset(value, what: str):
-    """A ``Dataset`` from a Dataset, a DatasetDict (its ``train`` split), a folder or a source spec."""
+def _as_dataset(value, what: str, option: str | None = None):
+    """A ``Dataset`` from a Dataset, a DatasetDict (its ``train`` split), a folder or a source spec.
+
+    With ``option`` (``"--kept"``, as the command line spells it), one without a sentence is an
+    :class:`~crop_hf.errors.EmptyInputError` naming it."""
     import datasets
 
+    given = value
     if isinstance(value, (str, Path)):
         value = load_spec(str(value))
     if isinstance(value, datasets.DatasetDict):
         value = join_languages(value) if is_split_by_language(value) else value["train"]
     if not isinstance(value, datasets.Dataset):
         raise TypeError(f"{what}: expected a Dataset, DatasetDict, folder or source spec, got {type(value).__name__}")
+    if option and not len(value):
+        where = given if isinstance(given, (str, Path)) else "(the dataset given)"
+        raise EmptyInputError(f"{option} {where}: no sentences ({what})")
     return value
+
+
+def _discarded_rows(discarded, option: str | None = None):
+    """The discarded sentences as a ``Dataset``, checked for the ``tokens`` and ``lang`` columns (none at all
+    is no mistake: a synthesis run may keep every sentence)."""
+    discarded = _as_dataset(discarded, "discarded sentences")
+    for column in ("tokens", "lang"):
+        if column not in discarded.column_names:
+            raise KeyError(f"{option + ': ' if option else ''}discarded sentences need a {column!r} column "
+                           f"(columns: {discarded.column_names})")
+    return discarded
 
 
 #: The discarded corpus's column of projected (source-model) tags; older corpora call it ``source_tags``.
@@ -153,10 +173,7 @@ def relabel(discarded, multilingual_model, tokenizer, *, source_model=None, sour
     ``rows`` is a list of dicts with ``tokens``, ``tags`` (IOB2 strings), ``lang`` and ``label_rule``.
     ``multilingual_model``/``source_model`` are loaded token-classification models.
     """
-    discarded = _as_dataset(discarded, "discarded sentences")
-    for column in ("tokens", "lang"):
-        if column not in discarded.column_names:
-            raise KeyError(f"discarded sentences need a {column!r} column (columns: {discarded.column_names})")
+    discarded = _discarded_rows(discarded)
     sentences = list(discarded["tokens"])
     multi = predict_tags(multilingual_model, tokenizer, sentences, batch_size=batch_size, max_length=max_length,
                          accelerator=accelerator, show_progress=show_progress)
@@ -203,12 +220,28 @@ def self_train(kept, discarded, *, source_corpus=None, model_args=None, training
 
     Returns a :class:`SelfTrainingResult`; its ``corpus`` is a ``DatasetDict`` with a ``train``
     split (``tokens``, ``ner_tags``, ``lang``, ``label_rule``).
-    """
-    import datasets
-    from accelerate import Accelerator
-    from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-    kept_rows = _as_dataset(kept, "kept corpus")
+    Before the first model loads, every model is checked (:func:`~crop_hf.errors.check_model`), the
+    folder of the corpus too, and every corpus read: a kept or source corpus without a sentence is
+    an error naming it (no discarded sentence is only a warning: synthesis may have kept them all).
+    A failure after the multilingual model is trained says where it is saved.
+    """
+    from accelerate import Accelerator
+
+    if multilingual_model is not None:
+        check_model(multilingual_model, "multilingual model (--multilingual_model)")
+    if source_model is not None:
+        check_model(source_model, "source model (--source_model)")
+    if training_args is not None:  # the model's folder, and the corpus's unless corpus_dir says otherwise
+        check_output_path(training_args.output_dir, "--output_dir")
+    if corpus_dir is not None:
+        check_output_path(corpus_dir, "--corpus_dir")
+    elif training_args is not None:
+        corpus_dir = Path(training_args.output_dir) / "corpus"
+    kept_rows = _as_dataset(kept, "kept corpus", "--kept")
+    discarded = _discarded_rows(discarded, "--discarded")  # read now: not after hours of training
+    if not len(discarded):
+        logger.warning("--discarded holds no sentence: nothing to re-label, the new corpus is the kept one")
     accumulation = training_args.gradient_accumulation_steps if training_args else 1
     accelerator = Accelerator(gradient_accumulation_steps=accumulation,
                               mixed_precision=training_args.mixed_precision if training_args else None)
@@ -220,24 +253,47 @@ def self_train(kept, discarded, *, source_corpus=None, model_args=None, training
         sources = ["synthesized"]
         if source_corpus is not None:
             key = source_corpus if isinstance(source_corpus, str) else "source"
-            if not isinstance(source_corpus, str):
-                memory[key] = source_corpus
+            with accelerator.main_process_first():  # read here: an empty one is named as the command line spells it
+                source = load_source(key, dataset=None if isinstance(source_corpus, str) else source_corpus,
+                                     splits=("train",))
+            source.sentences("train", "--source_corpus")
+            memory[key] = source.splits
             sources.append(key)
         data_args = replace(data_args or DataArguments(eval_split=None, test_split=None), train_sources=sources,
                             train_weights=(data_args.train_weights if data_args and data_args.train_weights
                                            else None))
         result = train_ner(model_args, data_args, training_args, datasets=memory, accelerator=accelerator)
         multilingual_model = str(result.output_dir)
+        trained = telling_where_saved(multilingual_model, "re-labeling the discarded sentences",
+                                      f"rerun with --multilingual_model {multilingual_model} to skip training")
+    else:
+        trained = nullcontext()
 
-    with reaching(multilingual_model):
+    with trained:
+        corpus, counts, dropped = _relabeled_corpus(
+            kept_rows, discarded, multilingual_model, source_model, accelerator, rule=rule, keep_all_o=keep_all_o,
+            max_length=data_args.max_seq_length if data_args else 256, show_progress=show_progress)
+        if corpus_dir is not None and accelerator.is_main_process:
+            corpus.save_to_disk(str(corpus_dir))
+    accelerator.wait_for_everyone()
+    logger.info("self-training corpus: %s; dropped: %s", counts, dropped or "none")
+    return SelfTrainingResult(corpus, multilingual_model, counts, dropped, Path(corpus_dir) if corpus_dir else None)
+
+
+def _relabeled_corpus(kept_rows, discarded, multilingual_model: str, source_model: str | None, accelerator, *,
+                      rule: CombinationRule, keep_all_o: bool, max_length: int, show_progress: bool):
+    """The new corpus (kept sentences, then the re-labeled discarded ones), its rule counts and drops."""
+    import datasets
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    with reaching(multilingual_model, "multilingual model (--multilingual_model)"):
         tokenizer = AutoTokenizer.from_pretrained(multilingual_model)
         model = AutoModelForTokenClassification.from_pretrained(multilingual_model).to(accelerator.device)
     source = source_tokenizer = None
     if source_model is not None:
-        with reaching(source_model, "source model"):
+        with reaching(source_model, "source model (--source_model)"):
             source = AutoModelForTokenClassification.from_pretrained(source_model).to(accelerator.device)
             source_tokenizer = AutoTokenizer.from_pretrained(source_model)
-    max_length = data_args.max_seq_length if data_args else 256
     rows, counts, dropped = relabel(discarded, model, tokenizer, source_model=source,
                                     source_tokenizer=source_tokenizer, rule=rule, keep_all_o=keep_all_o,
                                     max_length=max_length, accelerator=accelerator, show_progress=show_progress)
@@ -258,11 +314,4 @@ def self_train(kept, discarded, *, source_corpus=None, model_args=None, training
         "label_rule": ["synthesis"] * len(kept_rows) + [r["label_rule"] for r in rows],
     }
     corpus = datasets.DatasetDict({"train": datasets.Dataset.from_dict(records, features=features)})
-    counts = {"synthesis": len(kept_rows), **counts}
-    if corpus_dir is None and training_args is not None:
-        corpus_dir = Path(training_args.output_dir) / "corpus"
-    if corpus_dir is not None and accelerator.is_main_process:
-        corpus.save_to_disk(str(corpus_dir))
-    accelerator.wait_for_everyone()
-    logger.info("self-training corpus: %s; dropped: %s", counts, dropped or "none")
-    return SelfTrainingResult(corpus, multilingual_model, counts, dropped, Path(corpus_dir) if corpus_dir else None)
+    return corpus, {"synthesis": len(kept_rows), **counts}, dropped

@@ -163,7 +163,7 @@ def test_an_unreachable_model_is_named_and_offline_mode_reported(capsys, monkeyp
     code, _, err = run_main(["evaluate-ner", "--model", "crop-hf-tests/no-such-model", "--sources", "conll5:es"], capsys)
     assert code == 1
     line = one_error_line(err, "evaluate-ner")
-    assert "cannot load the model 'crop-hf-tests/no-such-model'" in line
+    assert "cannot load the model (--model) 'crop-hf-tests/no-such-model'" in line
     assert "offline mode is on (HF_HUB_OFFLINE=1" in line
 
 

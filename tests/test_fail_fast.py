@@ -70,7 +70,7 @@ def test_train_ner_refuses_an_empty_training_corpus_naming_it(corpora, tiny_xlmr
     code, err = run(train_ner_argv(tiny_xlmr_ner, output, "--train_sources", corpora["small"], corpora["empty"],
                                    "--test_split", ""), capsys)
     assert code == 1
-    assert one_line(err, "train-ner").endswith(f"--train_sources {corpora['empty']}: no sentences in its train split "
+    assert one_line(err, "train-ner").endswith(f"--train_sources {corpora['empty']}: no sentences in its 'train' split "
                                                "(--debug shows the traceback)")
     assert files_under(output) == []
 

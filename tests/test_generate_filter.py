@@ -20,6 +20,7 @@ from crop_hf.augment.generate_filter import (
     neighbour_pairs,
     signature,
 )
+from crop_hf.errors import EmptyInputError
 from crop_hf.seqlogical import parse, to_flat
 
 
@@ -306,9 +307,10 @@ def test_configured_sources_are_read_when_none_are_passed_and_empty_sides_are_re
     result = generate_and_filter(config, generator=lambda sources: [["[IN:CALL [SL:NAME dad ] ko call karo ]"]])
     assert result.statistics["kept"] == 1 and result.statistics["invalid_source"] == 2
     english.write_text("parse\n[IN:CALL\n[IN:ALARM\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"^no usable parses: 1 code-switched, 0 English \(\{'invalid_source': 2\}\)$"):
+    with pytest.raises(EmptyInputError, match=rf"^--english {english}: no usable parses in its 'train' split "
+                                              r"\(\{'invalid_source': 2\}\)$"):
         generate_and_filter(config, generator=lambda sources: [])
-    with pytest.raises(ValueError, match=r"^no usable parses: 0 code-switched, 0 English"):
+    with pytest.raises(EmptyInputError, match=r"^--few_shot \(the dataset given\): no parses in its 'train' split"):
         generate_and_filter(config, generator=lambda sources: [], few_shot=datasets.Dataset.from_dict({"parse": []}))
 
 

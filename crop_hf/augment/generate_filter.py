@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -45,11 +46,13 @@ from crop_hf.engine.jobs import CorpusJob, ShardResult, result_arguments, run_jo
 from crop_hf.engine.shards import (
     check_output_dir,
     merge_shards,
+    process_state,
     row_descriptions,
     save_dataset_dict,
     shards_of,
 )
-from crop_hf.engine.training import TrainingTask, start, train
+from crop_hf.engine.training import TrainingTask, start, telling_where_saved, train
+from crop_hf.errors import EmptyInputError, check_model
 from crop_hf.seqlogical import FlatParse, parse, to_flat
 from crop_hf.tables import format_table
 
@@ -249,16 +252,25 @@ class GenerateFilterConfig:
         return result_arguments(self)
 
 
-def _read(source: Any, split: str, column: str | None, dropped: list[DiscardedParse]) -> list[FlatParse]:
-    """The flat parses of ``source``; each one that does not read is appended to ``dropped`` (and logged)."""
-    rows = []
-    for item in iter_parse_inputs(source, split=split, parse_column=column):
+def _read(source: Any, split: str, column: str | None, dropped: list[DiscardedParse], option: str) -> list[FlatParse]:
+    """The flat parses of ``source``; each one that does not read is appended to ``dropped`` (and logged).
+
+    A source without any record (blank lines and a header skipped) is an :class:`~crop_hf.errors.EmptyInputError`
+    naming ``option`` (``"--english"``) and the source; so is one whose every record is unusable."""
+    rows, before = [], len(dropped)
+    for item in iter_parse_inputs(source, split=split, parse_column=column, option=option):
         try:
             rows.append(read_parse(item))
         except BadParse as error:
             dropped.append(DiscardedParse(generation="", source_parse=item.parse, reason=error.reason,
                                           detail=str(error)))
             logger.warning("skipped %s", error)
+    if not rows:
+        where = f"{option} {source}" if isinstance(source, (str, Path)) else f"{option} (the dataset given)"
+        unusable = dict(Counter(row.reason for row in dropped[before:]))
+        if unusable:
+            raise EmptyInputError(f"{where}: no usable parses in its {split!r} split ({unusable})")
+        raise EmptyInputError(f"{where}: no parses in its {split!r} split (blank lines and a header are skipped)")
     return rows
 
 
@@ -289,12 +301,9 @@ def read_plan(config: GenerateFilterConfig, few_shot: Any = None, english: Any =
     knows (the generator never saw others), at most ``config.max_sources``."""
     dropped: list[DiscardedParse] = []
     cs_flat = _read(few_shot if few_shot is not None else config.few_shot, config.few_shot_split,
-                    config.few_shot_parse_column, dropped)
+                    config.few_shot_parse_column, dropped, "--few_shot")
     en_flat = _read(english if english is not None else config.english, config.english_split,
-                    config.english_parse_column, dropped)
-    if not cs_flat or not en_flat:
-        counts = dict(Counter(row.reason for row in dropped))
-        raise ValueError(f"no usable parses: {len(cs_flat)} code-switched, {len(en_flat)} English ({counts})")
+                    config.english_parse_column, dropped, "--english")
     if config.few_shot_size:
         chosen = few_shot_indices([f.intent for f in cs_flat], [f.slot_tags for f in cs_flat],
                                   n=config.few_shot_size, seed=config.few_shot_seed)
@@ -318,6 +327,7 @@ def fine_tune(pairs: Sequence[tuple[str, str]], config: GenerateFilterConfig):
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, DataCollatorForSeq2Seq
 
+    check_model(config.model, "generator (--model)")  # before the accelerator starts and anything loads
     steps = config.epochs * math.ceil(len(pairs) / config.batch_size)
     args = TrainingLoopArguments(output_dir=str(Path(config.output_dir) / "generator"),
                              per_device_train_batch_size=config.batch_size, learning_rate=config.learning_rate,
@@ -414,6 +424,28 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilter
         if self.model is None:
             self.model, self.tokenizer = fine_tune(self.plan.training_pairs(), self.config)
 
+    @contextmanager
+    def keeping_the_generator(self) -> Iterator[None]:
+        """A failure after fine-tuning saves the generator (``save_model``) and says where it and the
+        finished shards (which a rerun with the same options resumes from) are."""
+        try:
+            yield
+        except Exception:
+            shards = f"finished shards are kept in {self.store.root}: a rerun with the same options resumes them"
+            if not self.config.save_model:
+                logger.error("generating failed after fine-tuning the generator; %s", shards)
+                raise
+            folder = self.output_dir / "generator"
+            with telling_where_saved(folder, "generating", shards):
+                self.save_generator()
+                raise
+
+    def save_generator(self) -> None:
+        """The fine-tuned generator and its tokenizer to ``output_dir/generator`` (main process)."""
+        if process_state().is_main_process:
+            self.model.save_pretrained(self.output_dir / "generator")
+            self.tokenizer.save_pretrained(self.output_dir / "generator")
+
     def shard_keys(self) -> list[str]:
         return [self.config.lang]
 
@@ -430,9 +462,10 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilter
         else:
             self.train_generator()  # done by before_run already
             config = self.config
-            generations = generate(self.model, self.tokenizer, sources, num_beams=config.num_beams,
-                                   num_return_sequences=config.num_return_sequences, batch_size=config.batch_size,
-                                   max_length=config.max_length)
+            with self.keeping_the_generator():
+                generations = generate(self.model, self.tokenizer, sources, num_beams=config.num_beams,
+                                       num_return_sequences=config.num_return_sequences,
+                                       batch_size=config.batch_size, max_length=config.max_length)
         return judge_generations(sources, generations, self.plan.few_shot_parses)
 
     def write_outputs(self, statistics: Mapping[str, Mapping[str, float]]) -> None:
@@ -485,8 +518,7 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilter
         if not self.config.save_model:
             return
         if self.model is not None:
-            self.model.save_pretrained(self.output_dir / "generator")
-            self.tokenizer.save_pretrained(self.output_dir / "generator")
+            self.save_generator()
         elif self.generator is None:
             logger.warning("save_model: every shard was finished by an earlier run, so no generator was fine-tuned "
                            "in this one (an earlier run with save_model saved its own under %s)",

@@ -149,12 +149,18 @@ def _iter_dataset(dataset: Any, split: str, parse_column: str | None,
 
 
 def iter_parse_inputs(source: Any, *, split: str = "train", parse_column: str | None = None,
-                      utterance_column: str | None = None) -> Iterator[ParseInput]:
+                      utterance_column: str | None = None, option: str | None = None) -> Iterator[ParseInput]:
     """Every English record of ``source``: a TSV path, a source spec (``hinglish_top?data_dir=...``,
-    ``cstop?...``, ``disk:...``), or a ``datasets.Dataset``/``DatasetDict`` (``split`` picks one)."""
+    ``cstop?...``, ``disk:...``), or a ``datasets.Dataset``/``DatasetDict`` (``split`` picks one).
+
+    A file that does not exist (:func:`~crop_hf.data.sources.names_a_file`) is a ``FileNotFoundError``
+    naming ``option`` (``"--input"``), not a dataset looked up on the Hub.
+    """
     if isinstance(source, (str, os.PathLike)) and Path(source).is_file():
         yield from _iter_tsv(Path(source), parse_column, utterance_column)
         return
+    if isinstance(source, (str, os.PathLike)) and not Path(source).exists() and sources.names_a_file(source):
+        raise FileNotFoundError(f"{option + ': ' if option else ''}no file {source}")
     if isinstance(source, (str, os.PathLike)):
         source = sources.load_spec(str(source))
     columns = getattr(source, "column_names", None)

@@ -452,7 +452,8 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse, TranslateAlignResu
         config = self.config
         source = self.inputs if self.inputs is not None else config.input
         items = source if isinstance(source, list) else iter_parse_inputs(
-            source, split=config.split, parse_column=config.parse_column, utterance_column=config.utterance_column)
+            source, split=config.split, parse_column=config.parse_column, utterance_column=config.utterance_column,
+            option="--input")
         return shards_of(itertools.islice(items, config.max_examples), config.shard_size)
 
     def process(self, key: str, index: int, items: Sequence[ParseInput], status: Any) -> ShardResult:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from crop_hf.errors import check_output_path
 from crop_hf.labels import parse_label_map
 from crop_hf.ner.evaluate import evaluate_pretrained, format_ner_table
 
@@ -42,6 +43,8 @@ def run(config: EvaluateNerConfig) -> int:
     import json
     from pathlib import Path
 
+    if config.output:  # its folder exists before the work, not only after
+        check_output_path(config.output, "--output", file=True)
     evaluation = evaluate_pretrained(
         config.model, config.sources, split=config.split, batch_size=config.batch_size,
         max_length=config.max_length, max_samples=config.max_samples, label_map=parse_label_map(config.label_map),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from crop_hf.errors import check_model, check_output_path
 from crop_hf.metrics.parsing import format_error_table, format_parse_table
 from crop_hf.parsing.data import load_parse_rows
 from crop_hf.parsing.evaluate import evaluate_parser
@@ -53,15 +54,22 @@ def run(config: EvaluateParserConfig) -> int:
     from crop_hf.modeling import JointIntentSlotModel  # heavy (torch): not loaded by --help
 
     if not config.sources:
-        raise SystemExit("crop-hf evaluate-parser: name the corpora to score with --sources")
+        raise ValueError("--sources: name the corpora to score")
+    # every mistake before the model loads: its folder, where the scores go, every corpus
+    check_model(config.model, "parser (--model)")
+    if config.output:
+        check_output_path(config.output, "--output", file=True)
+    corpora = {}
+    for spec in config.sources:
+        rows = load_parse_rows(spec, config.split, option="--sources")
+        if config.max_samples is not None:
+            rows = rows.select(range(min(config.max_samples, len(rows))))
+        seen = load_parse_rows(spec, config.seen_split, option="--seen_split") if config.seen_split else None
+        corpora[spec] = rows, seen
     model = JointIntentSlotModel.from_pretrained(config.model)
     tokenizer = AutoTokenizer.from_pretrained(config.model)
     results = {}
-    for spec in config.sources:
-        rows = load_parse_rows(spec, config.split)
-        if config.max_samples is not None:
-            rows = rows.select(range(min(config.max_samples, len(rows))))
-        seen = load_parse_rows(spec, config.seen_split) if config.seen_split else None
+    for spec, (rows, seen) in corpora.items():
         scores, _ = evaluate_parser(model, tokenizer, rows, batch_size=config.batch_size, seen=seen,
                                     max_length=config.max_length, show_progress=True, where=f"{spec} ({config.split})")
         results[spec] = scores

@@ -44,8 +44,8 @@ from crop_hf.alignment.symmetrize import DEFAULT_SYMMETRIZATION
 from crop_hf.console import setup_logging
 from crop_hf.data.features import tag_strings
 from crop_hf.data.readers import iter_lines
-from crop_hf.data.sources import load_spec
-from crop_hf.errors import reaching
+from crop_hf.data.sources import load_spec, names_a_file
+from crop_hf.errors import EmptyInputError, check_device, check_model, check_output_path, naming, reaching
 from crop_hf.metrics.projection import evaluate_projection, format_projection_table
 from crop_hf.parsing.data import split_side
 from crop_hf.projection.methods import get_method
@@ -116,29 +116,35 @@ class EvaluateProjectionConfig:
 CONFIG_CLASSES = (EvaluateProjectionConfig,)
 
 
-def load_tagged(spec: str, split: str | None = None) -> tuple[list[tuple[list[str], list[str]]], list[bool] | None]:
+def load_tagged(spec: str, split: str | None = None,
+                option: str | None = None) -> tuple[list[tuple[list[str], list[str]]], list[bool] | None]:
     """``(tokens, IOB2 tags)`` of every row of one split of a source spec, and each row's ``nested`` flag if any.
 
-    ``#side`` after the spec reads that side's columns (``en_tokens``, ``en_slot_tags``, ...).
+    ``#side`` after the spec reads that side's columns (``en_tokens``, ``en_slot_tags``, ...). With
+    ``option`` (``"--source"``), the errors name it, and a split without a sentence is an
+    :class:`~crop_hf.errors.EmptyInputError`.
     """
     import datasets
 
+    where = f"{option} {spec}" if option else spec
     body, side = split_side(spec)
     loaded = load_spec(body, splits=[split] if split else None)
     if isinstance(loaded, datasets.DatasetDict):
         if split is None:
             split = next(iter(loaded)) if len(loaded) == 1 else "test" if "test" in loaded else None
             if split is None:
-                raise KeyError(f"{spec}: several splits ({', '.join(loaded)}); choose one with --split")
+                raise KeyError(f"{where}: several splits ({', '.join(loaded)}); choose one with --split")
         if split not in loaded:
-            raise KeyError(f"{spec}: no {split!r} split (has {', '.join(loaded)})")
+            raise KeyError(f"{where}: no {split!r} split (has {', '.join(loaded)})")
         loaded = loaded[split]
     prefix = f"{side}_" if side else ""
     tokens_column = prefix + "tokens"
     tag_column = next((prefix + c for c in TAG_COLUMNS if prefix + c in loaded.column_names), None)
     if tokens_column not in loaded.column_names or tag_column is None:
-        raise KeyError(f"{spec}: needs {tokens_column!r} and one of {[prefix + c for c in TAG_COLUMNS]} "
+        raise KeyError(f"{where}: needs {tokens_column!r} and one of {[prefix + c for c in TAG_COLUMNS]} "
                        f"(columns: {loaded.column_names})")
+    if option and not len(loaded):
+        raise EmptyInputError(f"{where}: no sentences" + (f" in its {split!r} split" if split else ""))
     rows = list(zip(loaded[tokens_column], tag_strings(loaded, column=tag_column), strict=True))
     nested = loaded[prefix + "nested"] if prefix + "nested" in loaded.column_names else None
     return [(list(tokens), list(tags)) for tokens, tags in rows], nested
@@ -154,14 +160,21 @@ def read_parallel(items: list[str], split: str) -> tuple[list[list[str]], list[l
     for item in items:
         if Path(item).is_file():
             sides.append([text.split() for _, text in iter_lines(item, "utf-8") if text is not None])
+            if not any(sides[-1]):
+                raise EmptyInputError(f"--extra_parallel {item}: no sentences (blank lines are skipped)")
+        elif names_a_file(item) and not Path(item).exists():
+            raise FileNotFoundError(f"--extra_parallel: no file {item}")
         else:
-            sides.append([tokens for tokens, _ in load_tagged(item, split)[0]])
+            sides.append([tokens for tokens, _ in load_tagged(item, split, "--extra_parallel")[0]])
     if len(sides[0]) != len(sides[1]):
         raise ValueError(f"--extra_parallel: {len(sides[0])} source but {len(sides[1])} target sentences")
     return sides[0], sides[1]
 
 
 def build_aligners(config: EvaluateProjectionConfig) -> dict:
+    unknown = [name for name in config.aligners if name not in ("eflomal", "embedding")]
+    if unknown:  # before the encoder of an embedding aligner named first loads
+        raise ValueError(f"unknown aligner {unknown[0]!r}; expected eflomal or embedding")
     aligners = {}
     for name in config.aligners:
         if name == "eflomal":
@@ -172,10 +185,9 @@ def build_aligners(config: EvaluateProjectionConfig) -> dict:
             options = {"layer": config.layer}
             if config.device is not None:
                 options["device"] = config.device
-            aligners[f"embedding ({config.encoder.rsplit('/', 1)[-1]})"] = EmbeddingAligner.from_pretrained(
-                config.encoder, **options)
-        else:
-            raise ValueError(f"unknown aligner {name!r}; expected eflomal or embedding")
+            with naming("--encoder"):  # the aligner's loader checks the encoder, as every command's
+                aligners[f"embedding ({config.encoder.rsplit('/', 1)[-1]})"] = EmbeddingAligner.from_pretrained(
+                    config.encoder, **options)
     return aligners
 
 
@@ -216,8 +228,16 @@ def run(config: EvaluateProjectionConfig) -> int:
 
     setup_logging()
     logger = logging.getLogger("crop_hf.commands.evaluate_projection")
-    source, source_nested = load_tagged(config.source, config.split)
-    target, target_nested = load_tagged(config.target, config.split)
+    # every mistake before the first model loads or alignment runs: the output folder, the device, the
+    # scorer models, every corpus (the encoder is checked as it loads, first of the models)
+    if config.output_dir:
+        check_output_path(config.output_dir, "--output_dir")
+    if config.device:
+        check_device(config.device)
+    for name, path in scorer_names(config.scorer_models or []).items():
+        check_model(path, f"scorer model {name!r} (--scorer_models)")
+    source, source_nested = load_tagged(config.source, config.split, "--source")
+    target, target_nested = load_tagged(config.target, config.split, "--target")
     if len(source) != len(target):
         raise ValueError(f"{config.source} has {len(source)} rows but {config.target} has {len(target)}: row k of the "
                          "target must be the translation of row k of the source")

@@ -12,8 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from crop_hf.errors import check_device, check_model, check_output_path
 from crop_hf.translation.data import load_marked_dataset
-from crop_hf.translation.evaluate import TranslationEvaluation, evaluate_translation, format_translation_table
+from crop_hf.translation.evaluate import (
+    TranslationEvaluation,
+    check_decodings,
+    evaluate_translation,
+    format_translation_table,
+)
 from crop_hf.translation.languages import parse_language_codes
 from crop_hf.translation.marker_tokens import add_marker_tokens
 
@@ -49,12 +55,17 @@ def run(args: EvaluateTranslationArguments) -> int:
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    data = load_marked_dataset(args.data)
+    # every mistake before the first model loads: the models, the device, where the scores go, the data
+    models = [(name, path) for name, path in (("baseline", args.baseline), ("model", args.model)) if path]
+    for name, path in models:
+        check_model(path, f"{name} (--{name})")
+    device = check_device(args.device) if args.device else ("cuda" if torch.cuda.is_available() else "cpu")
+    if args.output:
+        check_output_path(args.output, "--output", file=True)
+    check_decodings(args.decodings, "--decodings")
+    data = load_marked_dataset(args.data, option="--data")
     evaluation = TranslationEvaluation()
-    for name, path in (("baseline", args.baseline), ("model", args.model)):
-        if not path:
-            continue
+    for name, path in models:
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForSeq2SeqLM.from_pretrained(path).to(device).eval()
         add_marker_tokens(tokenizer, model, args.marker_style)  # a public baseline lacks them

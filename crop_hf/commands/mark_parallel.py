@@ -24,6 +24,7 @@ from pathlib import Path
 
 from crop_hf.console import setup_logging
 from crop_hf.engine import shards
+from crop_hf.errors import EmptyInputError, check_output_path
 from crop_hf.translation.parallel import MarkingConfig, mark_parallel, pairs_from_dataset, pairs_from_files
 
 
@@ -57,12 +58,13 @@ def _language_pairs(values: list[str]) -> list[tuple[str, str]]:
     for value in values:
         src, sep, tgt = value.partition("-")
         if not sep or not src or not tgt:
-            raise SystemExit(f"crop-hf mark-parallel: language pairs are SRC-TGT (e.g. en-de), got {value!r}")
+            raise ValueError(f"--language_pairs: language pairs are SRC-TGT (e.g. en-de), got {value!r}")
         pairs.append((src, tgt))
     return pairs
 
 
 def _pairs(args: MarkParallelArguments):
+    """The sentence pairs to mark; every file is read, and a dataset's first pair, before any work."""
     from itertools import chain
 
     language_pairs = _language_pairs(args.language_pairs)
@@ -73,14 +75,17 @@ def _pairs(args: MarkParallelArguments):
             rows = datasets.load_from_disk(args.dataset)
         else:
             rows = datasets.load_dataset(args.dataset, args.dataset_config, split=args.dataset_split, streaming=True)
-        return pairs_from_dataset(rows, language_pairs or None, source_column=args.source_column,
-                                  target_column=args.target_column, origin=args.dataset)
+        pairs = pairs_from_dataset(rows, language_pairs or None, source_column=args.source_column,
+                                   target_column=args.target_column, origin=args.dataset)
+        first = next(pairs, None)
+        if first is None:
+            raise EmptyInputError(f"--dataset {args.dataset}: no sentence pairs (split {args.dataset_split!r})")
+        return chain([first], pairs)
     if not args.source_files or len(args.source_files) != len(args.target_files):
-        raise SystemExit("crop-hf mark-parallel: give as many --source_files as --target_files (or --dataset)")
+        raise ValueError("give as many --source_files as --target_files (or --dataset)")
     if len(language_pairs) != len(args.source_files):
-        raise SystemExit(f"crop-hf mark-parallel: {len(args.source_files)} file pairs need as many --language_pairs, "
-                         f"got {len(language_pairs)}")
-    # Opened (and their line counts checked) now, so that a mismatch fails before any work.
+        raise ValueError(f"{len(args.source_files)} file pairs need as many --language_pairs, got {len(language_pairs)}")
+    # Opened (every file read, line counts compared) now, so that a mistake fails before any work.
     streams = [pairs_from_files(s, t, a, b)
                for s, t, (a, b) in zip(args.source_files, args.target_files, language_pairs, strict=True)]
     return chain.from_iterable(streams)
@@ -112,10 +117,8 @@ def run(args: MarkParallelArguments, marking: MarkingConfig) -> int:
     import logging
 
     setup_logging(logging.INFO)
-    try:
-        pairs = _pairs(args)
-    except (ValueError, FileNotFoundError) as err:
-        raise SystemExit(f"crop-hf mark-parallel: {err}") from err
+    check_output_path(args.output_dir, "--output_dir")
+    pairs = _pairs(args)
     result = mark_parallel(pairs, marking, output_dir=args.output_dir, show_progress=args.show_progress,
                            inputs_id=inputs_id(args))
     if not shards.process_state().is_main_process:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Any
 
 from crop_hf.data.features import label_names_of
 from crop_hf.data.loading import BUILDERS, load_dataset
-from crop_hf.errors import reaching
+from crop_hf.errors import EmptyInputError, looks_local, reaching
 from crop_hf.labels import rename_tag
 
 logger = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ __all__ = [
     "load_source",
     "load_spec",
     "mix_weights",
+    "names_a_file",
     "parse_query",
     "parse_source_spec",
     "split_by_language",
@@ -95,6 +97,21 @@ def parse_source_spec(spec: str) -> SourceSpec:
     return SourceSpec(kind, name, config or None, kwargs)
 
 
+#: Endings of a text file's name (never of a source spec's): such a name that is not there is a missing file.
+TEXT_FILE_SUFFIXES = (".tsv", ".txt", ".csv", ".tab")
+
+
+def names_a_file(text: str | os.PathLike) -> bool:
+    """Whether ``text`` is written as a file's path, not as a source spec: a local-looking path (``./``,
+    ``/``, ``~``) or a name ending in ``.tsv``, ``.txt``, ... . Such a name that does not exist is a
+    missing file to report as one, not a dataset to look up on the Hub.
+
+    >>> names_a_file("parses/en.tsv"), names_a_file("./corpus"), names_a_file("hinglish_top?data_dir=/d")
+    (True, True, False)
+    """
+    return looks_local(text) or str(text).partition("?")[0].lower().endswith(TEXT_FILE_SUFFIXES)
+
+
 def load_spec(spec: str | SourceSpec, splits: Sequence[str] | None = None):
     """Load what a source spec names, as the loader returns it (``Dataset`` or ``DatasetDict``), unchecked.
 
@@ -139,6 +156,14 @@ class NerSource:
         if name == "train" and is_split_by_language(self.splits):
             return join_languages(self.splits)
         raise KeyError(f"{self.spec}: no {name!r} split (has {', '.join(self.splits)})")
+
+    def sentences(self, name: str, option: str):
+        """:meth:`split`, refused when it holds no sentence (an :class:`~crop_hf.errors.EmptyInputError`
+        naming ``option``, as the command line spells it, and the spec): read before any model loads."""
+        rows = self.split(name)
+        if not len(rows):
+            raise EmptyInputError(f"{option} {self.spec}: no sentences in its {name!r} split")
+        return rows
 
 
 #: Split names that mark a ``DatasetDict`` as split train/validation/test rather than by language.

@@ -45,11 +45,12 @@ def find_checkpoint(output_dir: str | Path, value: str) -> Path:
     if value != "latest":
         path = Path(value)
         if not (path / STATE_FILE).exists():
-            raise FileNotFoundError(f"{path} is not a crop-hf training checkpoint (no {STATE_FILE})")
+            raise FileNotFoundError(f"--resume_from_checkpoint {path}: not a crop-hf training checkpoint "
+                                    f"(no {STATE_FILE})")
         return path
     candidates = [p for p in Path(output_dir).glob("*_*") if (p / STATE_FILE).exists()]
     if not candidates:
-        raise FileNotFoundError(f"resume_from_checkpoint='latest' but {output_dir} holds no checkpoint")
+        raise FileNotFoundError(f"--resume_from_checkpoint latest: {output_dir} holds no checkpoint")
     return max(candidates, key=checkpoint_step)
 
 

@@ -58,6 +58,7 @@ from crop_hf.engine.shards import (
     save_dataset_dict,
     shard_statistics,
 )
+from crop_hf.errors import check_output_path
 
 logger = logging.getLogger(__name__)
 
@@ -301,8 +302,10 @@ def run_job(job: CorpusJob[Any, Any, Result]) -> Result:
     The output folder must not hold a finished result of other settings (``overwrite_output_dir``
     lifts that); shard ``k`` of every key belongs to process ``k % num_processes``; a finished
     shard is skipped on a rerun. The main process merges the finished shards (:meth:`CorpusJob.write_outputs`),
-    writes ``statistics.json`` and the card, and calls :meth:`CorpusJob.after_merge`.
+    writes ``statistics.json`` and the card, and calls :meth:`CorpusJob.after_merge`. An output folder
+    that is a file (or lies under one) fails first, before :meth:`CorpusJob.before_run` reads or loads anything.
     """
+    check_output_path(job.output_dir, "--output_dir")
     keys = job.shard_keys()
     job.before_run()
     run = run_sharded(job.store, keys, job.shards, lambda *shard: _step(job, *shard), lambda: _merge(job),

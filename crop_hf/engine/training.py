@@ -39,17 +39,25 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from crop_hf import hub
 from crop_hf.engine.arguments import LoraArguments, TrainingLoopArguments
-from crop_hf.engine.checkpoints import adamw, apply_gradients, resume_position, save_checkpoint
+from crop_hf.engine.checkpoints import (
+    adamw,
+    apply_gradients,
+    find_checkpoint,
+    resume_position,
+    save_checkpoint,
+)
 from crop_hf.engine.shards import running_alone
+from crop_hf.errors import check_output_path
 
-__all__ = ["TrainingRun", "TrainingTask", "start", "train", "wrap_lora", "write_all_results"]
+__all__ = ["TrainingRun", "TrainingTask", "start", "telling_where_saved", "train", "wrap_lora", "write_all_results"]
 
 logger = logging.getLogger(__name__)
 
@@ -187,11 +195,18 @@ def start(args: TrainingLoopArguments, accelerator: Any = None, *, cpu: bool = F
 
     Call it before loading the model, so that newly initialised weights follow the seed. A passed
     accelerator must accumulate ``args.gradient_accumulation_steps`` batches (else ``ValueError``):
-    the schedule's length is computed from the arguments.
+    the schedule's length is computed from the arguments. What would otherwise fail only after the
+    model is loaded, or after training, fails here: a malformed ``checkpointing_steps``, an
+    ``output_dir`` that is a file (or lies under one), a ``resume_from_checkpoint`` that names no
+    checkpoint.
     """
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
+    args.checkpoint_every()
+    check_output_path(args.output_dir, "--output_dir")
+    if args.resume_from_checkpoint:
+        find_checkpoint(args.output_dir, args.resume_from_checkpoint)
     if accelerator is None:
         options = {"cpu": True} if cpu else {}
         accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps,
@@ -201,6 +216,18 @@ def start(args: TrainingLoopArguments, accelerator: Any = None, *, cpu: bool = F
                          f"differs from the arguments' ({args.gradient_accumulation_steps})")
     set_seed(args.seed)
     return accelerator
+
+
+@contextmanager
+def telling_where_saved(folder: str | Path, what: str, again: str) -> Iterator[None]:
+    """Around what follows the saving of a trained model (its evaluation, re-labeling with it): a failure
+    there is logged, before it propagates, with the folder the model is saved in, what failed (``what``)
+    and how to do it again without training (``again``)."""
+    try:
+        yield
+    except Exception:
+        logger.error("training finished and the model is saved in %s; %s failed (%s)", folder, what, again)
+        raise
 
 
 def wrap_lora(model: Any, task_type: str, lora: LoraArguments, default_targets: Sequence[str] | None = None,

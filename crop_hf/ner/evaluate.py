@@ -21,7 +21,7 @@ from typing import Any
 from crop_hf.data.features import tag_strings
 from crop_hf.data.sources import load_source, parse_source_spec, split_by_language
 from crop_hf.data.tokenization import pad_batch, tokenize_words
-from crop_hf.errors import reaching
+from crop_hf.errors import check_model, reaching
 from crop_hf.labels import LabelConflictError, split_tag
 from crop_hf.tables import format_table, score_rows
 
@@ -234,13 +234,14 @@ def evaluate_ner(model, tokenizer, eval_sets: Mapping[str, Any], *, split: str =
 
 
 def load_eval_sets(specs: Sequence[str], split: str, *, max_samples: int | None = None,
-                   datasets: Mapping[str, Any] | None = None) -> dict[str, tuple[Any, str]]:
+                   datasets: Mapping[str, Any] | None = None, option: str | None = None) -> dict[str, tuple[Any, str]]:
     """``{lang: (rows, spec)}`` for ``split`` of each source spec; a corpus with several languages in its
-    ``lang`` column (``xtreme40:all``) gives one entry per language."""
+    ``lang`` column (``xtreme40:all``) gives one entry per language. With ``option`` (``"--sources"``), a
+    spec whose split holds no sentence is an error naming the option and the spec."""
     out: dict[str, tuple[Any, str]] = {}
     for spec in specs:
         source = load_source(spec, dataset=(datasets or {}).get(spec), splits=(split,))
-        rows = source.split(split)
+        rows = source.sentences(split, option) if option else source.split(split)
         if max_samples is not None:
             rows = rows.select(range(min(max_samples, len(rows))))
         default = source.lang or Path(spec.split("?")[0]).name.split(":")[-1]
@@ -256,17 +257,21 @@ def evaluate_pretrained(model_name_or_path: str, specs: Sequence[str], *, split:
                         drop_unknown_types: bool = False, show_progress: bool = False) -> NerEvaluation:
     """Load any token-classification model (folder or Hub id) and score it per language on ``specs``.
 
+    The model is checked (:func:`~crop_hf.errors.check_model`) and every spec read, an empty one
+    refused, before the model loads.
+
     >>> evaluation = evaluate_pretrained("my-model", ["conll5:es", "conll5:nl"])  # doctest: +SKIP
     >>> print(format_ner_table(evaluation))  # doctest: +SKIP
     """
     import torch
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
+    check_model(model_name_or_path, "model (--model)")
+    eval_sets = load_eval_sets(specs, split, max_samples=max_samples, option="--sources")
     with reaching(model_name_or_path):
         tokenizer = AutoTokenizer.from_pretrained(model_name_or_path)
         model = AutoModelForTokenClassification.from_pretrained(model_name_or_path)
     model.to("cuda" if torch.cuda.is_available() else "cpu")
-    eval_sets = load_eval_sets(specs, split, max_samples=max_samples)
     return evaluate_ner(model, tokenizer, eval_sets, split=split, batch_size=batch_size, max_length=max_length,
                         label_map=label_map, average_exclude=average_exclude, drop_unknown_types=drop_unknown_types,
                         show_progress=show_progress)

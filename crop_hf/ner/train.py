@@ -18,8 +18,8 @@ from typing import Any
 from crop_hf.data.sources import load_source, mix_weights, weighted_mix_loader
 from crop_hf.data.tokenization import pad_batch
 from crop_hf.engine.arguments import hyperparameters
-from crop_hf.engine.training import TrainingTask, start, train, wrap_lora
-from crop_hf.errors import EmptyInputError, check_model, reaching
+from crop_hf.engine.training import TrainingTask, start, telling_where_saved, train, wrap_lora
+from crop_hf.errors import check_model, reaching
 from crop_hf.hub import ner_model_card
 from crop_hf.labels import LabelSet, parse_label_map
 from crop_hf.ner.arguments import DataArguments, ModelArguments, NerTrainingArguments
@@ -67,17 +67,6 @@ def _load_model(model_args: ModelArguments, sources):
     return tokenizer, model, label_set
 
 
-def _eval_sets(data_args: DataArguments, split: str, datasets: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
-    """The evaluation sets of ``split``, read in full; a source with no sentences there is an error naming it."""
-    sets = {}
-    for spec in data_args.eval_sources:
-        found = load_eval_sets([spec], split, max_samples=data_args.max_eval_samples, datasets=datasets)
-        if not any(len(rows) for rows, _ in found.values()):
-            raise EmptyInputError(f"--eval_sources {spec}: no sentences in its {split!r} split")
-        sets.update({key if key not in sets else f"{key}:{spec}": value for key, value in found.items()})
-    return sets
-
-
 def train_ner(model_args: ModelArguments, data_args: DataArguments, training_args: NerTrainingArguments,
               *, datasets: Mapping[str, Any] | None = None, accelerator=None) -> TrainingResult:
     """Fine-tune a token classifier on a weighted mix of corpora and evaluate it per language.
@@ -91,8 +80,7 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
     """
 
     output_dir = Path(training_args.output_dir)
-    training_args.checkpoint_every()  # a malformed value fails before any loading
-    accelerator = start(training_args, accelerator)
+    accelerator = start(training_args, accelerator)  # a malformed option or output_dir fails before any loading
     label_map = parse_label_map(data_args.label_map)
     datasets = dict(datasets or {})
     if not data_args.train_sources:
@@ -104,11 +92,11 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
         sources = [load_source(spec, label_map, dataset=datasets.get(spec), splits=("train",))
                    for spec in data_args.train_sources]
         for source in sources:  # an empty corpus would train on nothing, or on the others alone, silently
-            if not len(source.split("train")):
-                raise EmptyInputError(f"--train_sources {source.spec}: no sentences in its train split")
+            source.sentences("train", "--train_sources")
         # every split evaluated after training is read now: a wrong data_dir or an empty file fails in
         # seconds, not after hours of training
-        eval_sets = {split: _eval_sets(data_args, split, datasets)
+        eval_sets = {split: load_eval_sets(data_args.eval_sources, split, max_samples=data_args.max_eval_samples,
+                                           datasets=datasets, option="--eval_sources")
                      for split in dict.fromkeys((data_args.eval_split, data_args.test_split))
                      if split and data_args.eval_sources}
     if model_args.tokenizer_name:
@@ -150,7 +138,8 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
     model = run.save_model(tokenizer, lora=model_args.lora_r > 0)
 
     evaluations = []
-    try:
+    again = f"score it again with crop-hf evaluate-ner --model {output_dir}"
+    with telling_where_saved(output_dir, "its evaluation", again):
         for split in (data_args.eval_split, data_args.test_split):
             if not split or not data_args.eval_sources:
                 continue
@@ -158,10 +147,6 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
             evaluations.append(evaluation)
             if accelerator.is_main_process:
                 print(format_ner_table(evaluation), flush=True)
-    except Exception:
-        logger.error("training finished and the model is saved in %s; its evaluation failed (score it again with "
-                     "crop-hf evaluate-ner --model %s)", output_dir, output_dir)
-        raise
 
     extra: dict[str, Any] = {"train_steps": run.completed_steps, "train_sentences_per_epoch": len(sampler),
                              "train_loss": run.train_loss, "num_processes": accelerator.num_processes}

@@ -26,6 +26,7 @@ from typing import Any
 
 import crop_hf.data.sources
 from crop_hf.data.readers import FormatError, SkippedRecords
+from crop_hf.errors import EmptyInputError
 from crop_hf.labels import iob1_to_iob2, tags_to_spans
 from crop_hf.parsing.predict import encode_words, nested_frame
 from crop_hf.seqlogical import ParseError, UnrepresentableParse, from_flat, parse, to_frame
@@ -44,26 +45,30 @@ def split_side(spec: str) -> tuple[str, str | None]:
     return body, side or None
 
 
-def load_parse_rows(spec: str, split: str, *, dataset=None):
+def load_parse_rows(spec: str, split: str, *, dataset=None, option: str | None = None):
     """One split of a source as a ``Dataset`` with ``tokens``, ``intent``, ``slot_tags`` (and its other columns).
 
     ``#en`` reads the ``en_*`` columns into those names. Raises ``KeyError`` naming the missing
-    columns or split.
+    columns or split. With ``option`` (``"--sources"``, as the command line spells it), the errors
+    name it too, and a split without an utterance is an :class:`~crop_hf.errors.EmptyInputError`.
     """
     import datasets
 
+    where = f"{option} {spec}" if option else spec
     body, side = split_side(spec)
     loaded = dataset if dataset is not None else crop_hf.data.sources.load_spec(body)
     if isinstance(loaded, datasets.Dataset):
         loaded = datasets.DatasetDict({"train": loaded})
     if split not in loaded:
-        raise KeyError(f"{spec}: no {split!r} split (has {', '.join(loaded)})")
+        raise KeyError(f"{where}: no {split!r} split (has {', '.join(loaded)})")
     rows = loaded[split]
     prefix = f"{side}_" if side else ""
     wanted = [prefix + c for c in COLUMNS]
     missing = [c for c in wanted if c not in rows.column_names]
     if missing:
-        raise KeyError(f"{spec}: no column(s) {missing} (columns: {rows.column_names})")
+        raise KeyError(f"{where}: no column(s) {missing} (columns: {rows.column_names})")
+    if option and not len(rows):
+        raise EmptyInputError(f"{where}: no utterances in its {split!r} split")
     if side:  # the side's columns take the standard names
         swapped = [c for c in (*COLUMNS, "parse", "nested", "utterance", "source") if prefix + c in rows.column_names]
         rows = rows.remove_columns([c for c in swapped if c in rows.column_names])

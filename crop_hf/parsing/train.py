@@ -40,7 +40,8 @@ from crop_hf.data.readers import SkippedRecords
 from crop_hf.data.sources import mix_weights, weighted_mix_loader
 from crop_hf.engine.arguments import hyperparameters
 from crop_hf.engine.checkpoints import adamw
-from crop_hf.engine.training import TrainingTask, start, train
+from crop_hf.engine.training import TrainingTask, start, telling_where_saved, train
+from crop_hf.errors import check_model
 from crop_hf.hub import parser_model_card
 from crop_hf.metrics.parsing import format_parse_table
 from crop_hf.parsing import predict
@@ -114,11 +115,13 @@ def _load_model(model_args: ParserModelArguments, parts):
     from crop_hf.modeling import JointIntentSlotModel  # heavy (torch): loaded on first use
 
     if model_args.init_from:
+        check_model(model_args.init_from, "parser (--init_from)")
         model = JointIntentSlotModel.from_pretrained(model_args.init_from)
         tokenizer = AutoTokenizer.from_pretrained(model_args.init_from)
         depth = max(model.config.max_intent_depth, model_args.max_intent_depth)
         intents, tags = label_sets(parts, model.config, nested=depth > 1)
         return tokenizer, _extend_labels(model, intents, tags, depth)
+    check_model(model_args.model_name_or_path, "encoder (--model_name_or_path)")
     intents, tags = label_sets(parts, nested=model_args.max_intent_depth > 1)
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
     model = JointIntentSlotModel.from_encoder(
@@ -189,6 +192,27 @@ def weight_average(model, decay: float | None, accelerator=None):
     return average
 
 
+def _eval_rows(specs: list[str], split: str, data_args: ParserDataArguments,
+               datasets: Mapping[str, Any]) -> dict[str, Any]:
+    """``{spec: rows}`` of ``split`` of each evaluation source, read before training. A source named in
+    ``eval_sources`` must have the split and an utterance in it; the training sources, scored by default,
+    are left out (with a warning) where they lack the split."""
+    out = {}
+    for spec in specs:
+        try:
+            rows = load_parse_rows(spec, split, dataset=datasets.get(split_side(spec)[0]),
+                                   option="--eval_sources" if data_args.eval_sources else None)
+        except KeyError:
+            if data_args.eval_sources:  # asked for by name: a missing split is an error
+                raise
+            logger.warning("%s has no %s split; not scored", spec, split)
+            continue
+        if data_args.max_eval_samples is not None:
+            rows = rows.select(range(min(data_args.max_eval_samples, len(rows))))
+        out[spec] = rows
+    return out
+
+
 def train_parser(model_args: ParserModelArguments, data_args: ParserDataArguments,
                  training_args: ParserTrainingArguments, *, datasets: Mapping[str, Any] | None = None,
                  accelerator=None) -> ParserTrainingResult:
@@ -202,8 +226,7 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
     from datasets import concatenate_datasets
 
     output_dir = Path(training_args.output_dir)
-    training_args.checkpoint_every()  # a malformed value fails before any loading
-    accelerator = start(training_args, accelerator)
+    accelerator = start(training_args, accelerator)  # a malformed option or output_dir fails before any loading
     datasets = dict(datasets or {})
     if not data_args.train_sources:
         raise ValueError("no training corpora: pass train_sources (e.g. 'hinglish_top?data_dir=...')")
@@ -219,7 +242,7 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
         parts = []
         dev_parts: dict[str, Any] = {}
         for spec in data_args.train_sources:
-            rows = load_parse_rows(spec, "train", dataset=datasets.get(split_side(spec)[0]))
+            rows = load_parse_rows(spec, "train", dataset=datasets.get(split_side(spec)[0]), option="--train_sources")
             if data_args.dev_size is not None:
                 kept, held_out = dev_split(rows, data_args.dev_size, training_args.seed)
                 dev_parts[spec] = rows.select(held_out)
@@ -245,6 +268,11 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
                 rows = with_substituted_slots(rows, data_args.slot_substitution, training_args.seed)
                 logger.info("%s: %d training rows with the substituted copies", spec, len(rows))
             parts.append(rows)
+        # every split scored after training is read now: a missing split or an empty corpus fails in
+        # seconds, not after hours of training
+        eval_sources = data_args.eval_sources or list(data_args.train_sources)
+        eval_rows = {split: _eval_rows(eval_sources, split, data_args, datasets)
+                     for split in dict.fromkeys((data_args.eval_split, data_args.test_split)) if split}
     tokenizer, model = _load_model(model_args, parts)
 
     skipped = {spec: SkippedRecords() for spec in data_args.train_sources}
@@ -256,25 +284,12 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
                                        collate_fn=lambda rows: predict.collate(rows, tokenizer.pad_token_id),
                                        seed=training_args.seed, group_by_length=training_args.group_by_length)
     sampler = train_loader.sampler
-    eval_sources = data_args.eval_sources or list(data_args.train_sources)
 
     def score(current, split: str) -> dict[str, Any]:
         """``{spec: parse_scores}`` of ``split`` of each evaluation source (main process only)."""
-        scores: dict[str, Any] = {}
-        for spec in eval_sources:
-            try:
-                rows = load_parse_rows(spec, split, dataset=datasets.get(split_side(spec)[0]))
-            except KeyError:
-                if data_args.eval_sources:  # asked for by name: a missing split is an error
-                    raise
-                logger.warning("%s has no %s split; not scored", spec, split)
-                continue
-            if data_args.max_eval_samples is not None:
-                rows = rows.select(range(min(data_args.max_eval_samples, len(rows))))
-            scores[spec], _ = evaluate_parser(current, tokenizer, rows,
-                                              batch_size=training_args.per_device_eval_batch_size,
-                                              max_length=data_args.max_seq_length)
-        return scores
+        return {spec: evaluate_parser(current, tokenizer, rows, batch_size=training_args.per_device_eval_batch_size,
+                                      max_length=data_args.max_seq_length)[0]
+                for spec, rows in eval_rows[split].items()}
 
     ema = weight_average(model, training_args.ema_decay, accelerator)
     best: dict[str, Any] = {}  # the best dev point so far: its exact match, its weights (on the CPU), its number
@@ -322,14 +337,16 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
     model = run.save_model(tokenizer)
 
     scores: dict[str, dict[str, Any]] = {}
-    for split in (data_args.eval_split, data_args.test_split):
-        if not split or not accelerator.is_main_process:
-            continue
-        scores[split] = score(model, split)
-        for spec, result in scores[split].items():
-            print(f"{spec} ({split})\n{format_parse_table(result)}", flush=True)
-        if not scores[split]:
-            del scores[split]
+    again = f"score it again with crop-hf evaluate-parser --model {output_dir}"
+    with telling_where_saved(output_dir, "its evaluation", again):
+        for split in (data_args.eval_split, data_args.test_split):
+            if not split or not accelerator.is_main_process:
+                continue
+            scores[split] = score(model, split)
+            for spec, result in scores[split].items():
+                print(f"{spec} ({split})\n{format_parse_table(result)}", flush=True)
+            if not scores[split]:
+                del scores[split]
 
     results: dict[str, Any] = {"train_steps": run.completed_steps, "train_utterances_per_epoch": len(sampler),
                                "train_loss": run.train_loss, "scores": scores}

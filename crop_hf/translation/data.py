@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from crop_hf.data.sources import length_grouped_order
+from crop_hf.errors import EmptyInputError
 from crop_hf.translation.arguments import TranslationDataArguments
 from crop_hf.translation.languages import resolve_languages
 from crop_hf.translation.parallel import MarkingConfig, remark
@@ -20,18 +21,27 @@ from crop_hf.translation.parallel import MarkingConfig, remark
 __all__ = ["EpochSampler", "collate_pairs", "load_marked_dataset", "resampled", "tokenize_pairs"]
 
 
-def load_marked_dataset(path: str | Path):
-    """A marked dataset from a ``mark-parallel`` folder (``data-*.parquet``), parquet file(s) or ``save_to_disk`` folder."""
+def load_marked_dataset(path: str | Path, option: str | None = None):
+    """A marked dataset from a ``mark-parallel`` folder (``data-*.parquet``), parquet file(s) or ``save_to_disk`` folder.
+
+    With ``option`` (``"--train_file"``, as the command line spells it), the errors name it, and a
+    dataset without a pair is an :class:`~crop_hf.errors.EmptyInputError`.
+    """
     from datasets import Dataset, load_from_disk
 
     path = Path(path)
+    where = f"{option} {path}" if option else str(path)
     if path.is_dir() and (path / "dataset_info.json").exists():
-        return load_from_disk(str(path))
-    files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
-    if not files or not all(f.exists() for f in files):
-        raise FileNotFoundError(f"{path}: no marked dataset (expected data-*.parquet from crop-hf mark-parallel, "
-                                "a parquet file or a save_to_disk folder)")
-    return Dataset.from_parquet([str(f) for f in files], split="train")
+        dataset = load_from_disk(str(path))
+    else:
+        files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+        if not files or not all(f.exists() for f in files):
+            raise FileNotFoundError(f"{where}: no marked dataset (expected data-*.parquet from crop-hf mark-parallel, "
+                                    "a parquet file or a save_to_disk folder)")
+        dataset = Dataset.from_parquet([str(f) for f in files], split="train")
+    if option and not len(dataset):
+        raise EmptyInputError(f"{where}: no marked pairs")
+    return dataset
 
 
 def tokenize_pairs(dataset, tokenizer, codes: Mapping[str, str], max_source: int, max_target: int):

@@ -28,12 +28,29 @@ from typing import Any
 
 from crop_hf.markers import MarkedEntity, MarkedSentence, MarkerStyle, get_marker_style
 
-__all__ = ["TranslationEvaluation", "evaluate_translation", "format_translation_table", "marked_sentence",
-           "score_direction"]
+__all__ = ["DECODINGS", "TranslationEvaluation", "check_decodings", "evaluate_translation",
+           "format_translation_table", "marked_sentence", "score_direction"]
 
 logger = logging.getLogger(__name__)
 
 METRICS = ("completeness", "slot_accuracy", "kept", "bleu", "chrf")
+
+#: How a model may decode: freely, or constrained to give back every marker of the source.
+DECODINGS = ("free", "constrained")
+
+
+def check_decodings(decodings: Sequence[str], option: str = "decodings") -> Sequence[str]:
+    """Return ``decodings`` if each is one of :data:`DECODINGS`; otherwise ``ValueError`` naming ``option``.
+
+    >>> check_decodings(["free", "beam"], "--decodings")
+    Traceback (most recent call last):
+    ...
+    ValueError: --decodings: decoding must be 'free' or 'constrained', got 'beam'
+    """
+    for decoding in decodings:
+        if decoding not in DECODINGS:
+            raise ValueError(f"{option}: decoding must be 'free' or 'constrained', got {decoding!r}")
+    return decodings
 
 
 def marked_sentence(row: Mapping[str, Any], style: str | MarkerStyle | None = None) -> tuple[MarkedSentence, Any]:
@@ -151,6 +168,7 @@ def evaluate_translation(
     from crop_hf.translation.pipeline import LabeledSequenceTranslationPipeline  # heavy (torch): on first use
 
     style = get_marker_style(marker_style)
+    check_decodings(decodings)
     codes = dict(language_codes or {})
     translate = LabeledSequenceTranslationPipeline(model=model, tokenizer=tokenizer, marker_style=style,
                                                    device=model.device)
@@ -160,8 +178,6 @@ def evaluate_translation(
         direction = f"{src}-{tgt}"
         marked = [marked_sentence(row, style)[0] for row in rows]
         for decoding in decodings:
-            if decoding not in ("free", "constrained"):
-                raise ValueError(f"decoding must be 'free' or 'constrained', got {decoding!r}")
             hypotheses = []
             chunks = range(0, len(marked), batch_size * 8)
             for start in tqdm(chunks, desc=f"{name} {direction} {decoding}", disable=not show_progress):

@@ -52,6 +52,7 @@ from crop_hf.engine.shards import (
     shard_statistics,
     shards_of,
 )
+from crop_hf.errors import EmptyInputError
 from crop_hf.hub import size_category
 from crop_hf.markers import MarkerStyle, get_marker_style
 from crop_hf.tables import format_table
@@ -193,25 +194,37 @@ def _open_text(path: Path):
     return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")
 
 
-def _count_lines(path: Path) -> int:
+def _count_lines(path: Path) -> tuple[int, int]:
+    """The lines of a text file, and those that are not blank."""
+    lines = sentences = 0
     with _open_text(path) as handle:
-        return sum(1 for _ in handle)
+        for line in handle:
+            lines += 1
+            sentences += bool(line.strip())
+    return lines, sentences
 
 
 def pairs_from_files(source_file: str | Path, target_file: str | Path, src_lang: str, tgt_lang: str) -> Iterator[ParallelPair]:
     """Stream the line pairs of two aligned text files (``.gz`` read as gzip).
 
-    Raises ``ValueError`` naming both files and both line counts when their lengths differ
-    (checked before the first pair is given out).
+    Before the first pair is given out, both files are read: a missing file is a ``FileNotFoundError``,
+    one without a sentence (blank lines skipped) an :class:`~crop_hf.errors.EmptyInputError`, each
+    naming the file and its option (``--source_files``, ``--target_files``); files of different
+    lengths are a ``ValueError`` naming both files and both line counts.
     """
     source_file, target_file = Path(source_file), Path(target_file)
-    for path in (source_file, target_file):
+    counts = []
+    for path, option in ((source_file, "--source_files"), (target_file, "--target_files")):
         if not path.is_file():
-            raise FileNotFoundError(f"parallel file {path} does not exist")
-    n_source, n_target = _count_lines(source_file), _count_lines(target_file)
+            raise FileNotFoundError(f"{option}: no file {path}")
+        lines, sentences = _count_lines(path)
+        if not sentences:
+            raise EmptyInputError(f"{option} {path}: no sentences (blank lines are skipped)")
+        counts.append(lines)
+    n_source, n_target = counts
     if n_source != n_target:
-        raise ValueError(f"{source_file} has {n_source} lines but {target_file} has {n_target}: "
-                         "the files of a parallel corpus must be line-aligned")
+        raise ValueError(f"--source_files, --target_files: {source_file} has {n_source} lines but {target_file} has "
+                         f"{n_target}: the files of a parallel corpus must be line-aligned")
 
     def generate() -> Iterator[ParallelPair]:
         with _open_text(source_file) as src, _open_text(target_file) as tgt:

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from crop_hf.engine.arguments import hyperparameters
-from crop_hf.engine.training import TrainingTask, start, train, wrap_lora
+from crop_hf.engine.training import TrainingTask, start, telling_where_saved, train, wrap_lora
+from crop_hf.errors import EmptyInputError, check_model
 from crop_hf.hub import translation_model_card
 from crop_hf.translation.arguments import (
     TranslationDataArguments,
@@ -38,7 +39,12 @@ from crop_hf.translation.data import (
     resampled,
     tokenize_pairs,
 )
-from crop_hf.translation.evaluate import TranslationEvaluation, evaluate_translation, format_translation_table
+from crop_hf.translation.evaluate import (
+    TranslationEvaluation,
+    check_decodings,
+    evaluate_translation,
+    format_translation_table,
+)
 from crop_hf.translation.languages import parse_language_codes
 from crop_hf.translation.marker_tokens import MarkerVocabulary, add_marker_tokens
 
@@ -146,22 +152,26 @@ def train_translation(
 
     started = time.perf_counter()
     output_dir = Path(training_args.output_dir)
-    training_args.checkpoint_every()  # a malformed value fails before any loading
-    accelerator = start(training_args, accelerator)
+    accelerator = start(training_args, accelerator)  # a malformed option or output_dir fails before any loading
     codes = parse_language_codes(model_args.language_codes)
 
     if train_dataset is None:
         if not data_args.train_file:
-            raise ValueError("no training data: pass train_file (a crop-hf mark-parallel output)")
-        train_dataset = load_marked_dataset(data_args.train_file)
+            raise ValueError("no training data: pass --train_file (a crop-hf mark-parallel output)")
+        train_dataset = load_marked_dataset(data_args.train_file, option="--train_file")
     if eval_dataset is None and data_args.validation_file:
-        eval_dataset = load_marked_dataset(data_args.validation_file)
+        eval_dataset = load_marked_dataset(data_args.validation_file, option="--validation_file")
     if data_args.max_train_samples is not None:
         train_dataset = train_dataset.select(range(min(data_args.max_train_samples, len(train_dataset))))
     if len(train_dataset) == 0:
-        raise ValueError("the training data is empty")
+        raise EmptyInputError("the training data is empty (--train_file, --max_train_samples)")
     if data_args.resample_markers and "phrase_pairs" not in train_dataset.column_names:
         raise ValueError("resample_markers needs the phrase_pairs column that crop-hf mark-parallel writes")
+    check_decodings(training_args.eval_decodings or (), "--eval_decodings")
+    # every model it names exists (a folder, or offline a cached Hub id) before any loads
+    if model_args.tokenizer_name:
+        check_model(model_args.tokenizer_name, "tokenizer (--tokenizer_name)")
+    check_model(model_args.model_name_or_path, "model (--model_name_or_path)")
 
     tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path,
                                               cache_dir=model_args.cache_dir)
@@ -260,7 +270,10 @@ def train_translation(
         if history and history[-1]["step"] == run.completed_steps and "scores" in history[-1]:
             evaluation.merge(TranslationEvaluation.from_dict(history[-1]["scores"]))
         else:
-            after = evaluate(model, "trained")
+            again = (f"score it again with crop-hf evaluate-translation --model {output_dir} --data "
+                     f"{data_args.validation_file or '<marked pairs>'}")
+            with telling_where_saved(output_dir, "its evaluation", again):
+                after = evaluate(model, "trained")
             if after:
                 evaluation.merge(after)
         if evaluation.scores:
