@@ -128,10 +128,15 @@ def test_values_are_converted_by_the_declared_type():
     fuzzy = FuzzyOptions.parse("threshold=75", "fuzzy")
     assert fuzzy.threshold == 75.0 and isinstance(fuzzy.threshold, float)
     alignment = AlignmentOptions.parse({"fill_gaps": "2", "function_words": "de", "postpositions": "none",
-                                        "prepositions": "none", "pieces": "largest"}, "alignment")
+                                        "prepositions": "en", "pieces": "largest"}, "alignment")
     assert alignment.fill_gaps == 2 and isinstance(alignment.fill_gaps, int)
     assert (alignment.function_words, alignment.postpositions, alignment.pieces) == ("de", None, "largest")
-    assert alignment.prepositions == "none"  # a plain str option takes the word as written
+    from crop_hf.projection.options import InsertionOptions
+
+    # a plain str option takes the word as written ("none" is not None), then the option checks it
+    assert InsertionOptions.parse({"marker_style": "none"}, "insertion").marker_style == "none"
+    with pytest.raises(ValueError, match="prepositions='none': crop-hf has no adposition list for 'none'"):
+        AlignmentOptions.parse({"prepositions": "none"}, "alignment")
     assert HybridOptions.parse("threshold=none", "hybrid").threshold is None
     assert parse_method("lexical?drop_incomplete=None") == ("lexical", {"drop_incomplete": None})
     assert HybridOptions.parse("threshold=80.5", "hybrid").threshold == 80.5
