@@ -191,13 +191,19 @@ def test_without_named_methods_each_model_gets_the_scored_methods_it_suits(score
         evaluate_projection(SOURCE, TARGET, methods=["insertion"])
 
 
-def test_the_command_scores_each_scorer_model_and_says_what_is_missing(tmp_path, tiny_m2m100, capsys):
-    from crop_hf.commands.evaluate_projection import EvaluateProjectionConfig
-
+def _pairs_on_disk(tmp_path: Path) -> Path:
+    """SOURCE and TARGET as one saved dataset: the English side in ``en_*`` columns (``disk:FOLDER#en``)."""
     folder = tmp_path / "pairs"
     datasets.Dataset.from_dict({"en_tokens": [s for s, _ in SOURCE], "en_ner_tags": [t for _, t in SOURCE],
                                 "tokens": [s for s, _ in TARGET], "ner_tags": [t for _, t in TARGET]}
                                ).save_to_disk(str(folder))
+    return folder
+
+
+def test_the_command_scores_each_scorer_model_and_says_what_is_missing(tmp_path, tiny_m2m100, capsys):
+    from crop_hf.commands.evaluate_projection import EvaluateProjectionConfig
+
+    folder = _pairs_on_disk(tmp_path)
     out = tmp_path / "out"
     capsys.readouterr()
     code = main(["evaluate-projection", "--source", f"disk:{folder}#en", "--target", f"disk:{folder}",
@@ -224,10 +230,7 @@ def test_the_documented_model_scored_command_runs_and_says_which_pairs_it_skippe
                                                                                    bare_m2m100, capsys):
     """evaluate-projection's --help and docs/how-to/project-labels.md: insertion with a marker-trained model,
     reranking with both; a plain model cannot insert markers, so that one pair is skipped, not the run."""
-    folder = tmp_path / "pairs"
-    datasets.Dataset.from_dict({"en_tokens": [s for s, _ in SOURCE], "en_ner_tags": [t for _, t in SOURCE],
-                                "tokens": [s for s, _ in TARGET], "ner_tags": [t for _, t in TARGET]}
-                               ).save_to_disk(str(folder))
+    folder = _pairs_on_disk(tmp_path)
     out = tmp_path / "out"
     capsys.readouterr()
     code = main(["evaluate-projection", "--source", f"disk:{folder}#en", "--target", f"disk:{folder}",
