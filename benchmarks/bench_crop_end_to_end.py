@@ -358,11 +358,19 @@ def get_mt_model(args, work: Path) -> str:
     folder = work / "mt"
     model = folder / "content"
     if not (model / "config.json").exists():
-        subprocess.run([sys.executable, str(HERE / "bench_marker_mt.py"), "--both_directions", "--recipes", "content",
-                        "--data_dir", str(Path(args.data_dir) / "multi30k"),
-                        "--minutes", str(args.mt_minutes), "--eval_minutes", str(args.mt_minutes),
-                        "--eval_samples", "200", "--num_beams", "1", "--work_dir", str(folder),
-                        "--threads", str(args.threads)], check=True)
+        multi30k = Path(args.data_dir) / "multi30k"  # the translator's data, under --data_dir like the rest
+        missing = [name for name in ("train.en.gz", "train.de.gz", "val.en.gz", "val.de.gz")
+                   if not (multi30k / name).is_file()]
+        if missing:
+            raise SystemExit(f"no --mt_model given, and no Multi30k to train one on: {multi30k} lacks "
+                             f"{', '.join(missing)} (pass --mt_model, or a --data_dir holding multi30k/)")
+        done = subprocess.run([sys.executable, str(HERE / "bench_marker_mt.py"), "--both_directions", "--recipes",
+                               "content", "--data_dir", str(multi30k), "--minutes", str(args.mt_minutes),
+                               "--eval_minutes", str(args.mt_minutes), "--eval_samples", "200", "--num_beams", "1",
+                               "--work_dir", str(folder), "--threads", str(args.threads)])
+        if done.returncode:
+            raise SystemExit(f"training the translator failed (bench_marker_mt.py exit {done.returncode}; its "
+                             f"output above says why): pass a trained --mt_model instead")
     return str(model)
 
 

@@ -15,6 +15,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from synthesis_fakes import FakeTagger, FakeTranslator
@@ -100,8 +101,6 @@ def test_the_whole_loop_hands_each_stage_what_it_needs_and_its_models_tag(bench,
 
 
 def test_translate_train_turns_marked_translations_into_tagged_rows(bench):
-    from types import SimpleNamespace
-
     english = [{"tokens": ["Anna", "lives", "in", "New", "York", "."], "tags": ["B-PER", "O", "O", "B-LOC", "I-LOC", "O"]},
                {"tokens": ["a", "broken", "Hamburg"], "tags": ["O", "O", "B-LOC"]},  # loses its marker
                {"tokens": ["nothing", "here"], "tags": ["O", "O"]}]
@@ -184,3 +183,23 @@ def test_the_spanish_loop_runs_with_apertium_on_conll(bench, shared_data, tmp_pa
     assert "f_b + translate-train + the best corpus" in out and "Spanish gold only" in out
     assert "gap between English only and Spanish gold: " in out
     assert "eflomal extra text" in out  # the extra parallel text was read for row c
+
+
+def test_without_a_translator_the_benchmark_trains_one_on_data_dir_or_says_in_one_line_why_it_cannot(
+        bench, tmp_path, monkeypatch):
+    """Without --mt_model, Multi30k under --data_dir trains the translator; none there is one line, not a traceback."""
+    ran = []
+    monkeypatch.setattr(bench.subprocess, "run", lambda argv, **kwargs: ran.append(argv) or SimpleNamespace(returncode=0))
+    args = bench.parse_args(["--data_dir", str(tmp_path), "--work_dir", str(tmp_path / "work")])
+    with pytest.raises(SystemExit, match=rf"no --mt_model given, and no Multi30k to train one on: {tmp_path}/multi30k "
+                                         r"lacks train.en.gz, train.de.gz, val.en.gz, val.de.gz"):
+        bench.get_mt_model(args, tmp_path / "work")
+    assert ran == []
+    (tmp_path / "multi30k").mkdir()
+    for name in ("train.en.gz", "train.de.gz", "val.en.gz", "val.de.gz"):
+        (tmp_path / "multi30k" / name).write_bytes(b"")
+    assert bench.get_mt_model(args, tmp_path / "work") == str(tmp_path / "work" / "mt" / "content")
+    assert ran[0][ran[0].index("--data_dir") + 1] == str(tmp_path / "multi30k")  # --data_dir reaches the trainer
+    monkeypatch.setattr(bench.subprocess, "run", lambda argv, **kwargs: SimpleNamespace(returncode=3))
+    with pytest.raises(SystemExit, match=r"training the translator failed \(bench_marker_mt.py exit 3"):
+        bench.get_mt_model(args, tmp_path / "work")
