@@ -144,8 +144,10 @@ def _hybrid(example: ProjectionExample, options: HybridOptions) -> ProjectionRes
     return project_hybrid(*_aligned(example, "hybrid"), entities=example.entities, **options.arguments())
 
 
-#: name -> method. ``method=`` everywhere (pipeline, synthesis, commands) is a name of this registry.
-PROJECTION_METHODS: Registry[ProjectionMethod] = Registry("projection method")
+#: name -> method. ``method=`` everywhere (pipeline, synthesis, commands) is a name of this registry;
+#: installed packages add methods through the ``crop_hf.projection_methods`` entry-point group.
+PROJECTION_METHODS: Registry[ProjectionMethod] = Registry("projection method", group="crop_hf.projection_methods",
+                                                          item_type=ProjectionMethod)
 
 
 def register_method(name: str, function: Callable[..., Any] | None = None,

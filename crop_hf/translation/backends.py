@@ -540,11 +540,12 @@ def _engine_label(name: str | int) -> str:
     return f"CTranslate2 in sub-batches of {name} rows" if name else "CTranslate2 (whole batches)"
 
 
-#: One row per backend: name -> class built as ``cls(model, tokenizer, **options)``.
+#: One row per backend: name -> class built as ``cls(model, tokenizer, **options)``; installed
+#: packages add backends through the ``crop_hf.backends`` entry-point group (``name = module:Class``).
 BACKENDS: Registry[type] = Registry("backend", {
     "transformers": TransformersBackend,
     "ctranslate2": CTranslate2Backend,
-})
+}, group="crop_hf.backends")
 
 
 def make_backend(name: str | None, model: Any, tokenizer: Any, **options: Any) -> GenerationBackend:
