@@ -141,3 +141,34 @@ def test_private_imports_finds_private_names_of_other_modules_only(tmp_path):
 def test_no_module_imports_another_modules_private_names():
     problems = private_imports()
     assert not problems, "make these public or move them to their home (CONTRIBUTING.md):\n" + "\n".join(problems)
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """Every module's imports of other crop_hf modules, relative ones and those under TYPE_CHECKING included."""
+    edges: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        module = ".".join(parts).removesuffix(".__init__")
+        package = parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = ".".join(package[: len(package) - node.level + 1]) if node.level else ""
+                name = ".".join(filter(None, [base, node.module or ""]))
+                if not name.startswith("crop_hf"):
+                    continue
+                folder = PACKAGE.parent.joinpath(*name.split("."))
+                for alias in node.names:  # from . import tabs: the module crop_hf.app.tabs
+                    is_module = (folder / alias.name).is_dir() or (folder / f"{alias.name}.py").is_file()
+                    targets.add(f"{name}.{alias.name}" if is_module else name)
+        edges[module] = {target for target in targets if target != module}
+    return edges
+
+
+def test_no_module_imports_a_module_that_imports_it_back():
+    """Within a package too, type-only imports included: the parser's search reads the model through a
+    declared interface, so modeling_joint -> search and never back."""
+    edges = _module_imports()
+    assert "crop_hf.modeling.search" in edges["crop_hf.modeling.modeling_joint"]
+    pairs = sorted((a, b) for a, targets in edges.items() for b in targets if a < b and a in edges.get(b, ()))
+    assert pairs == []

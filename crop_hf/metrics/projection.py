@@ -49,11 +49,12 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import crop_hf.projection.methods
 from crop_hf.alignment import EflomalAligner
 from crop_hf.labels import tags_to_spans
+from crop_hf.ner.evaluate import score_tags
 from crop_hf.projection.methods import (
     PROJECTION_METHODS,
     ProjectionExample,
@@ -73,6 +74,7 @@ __all__ = [
     "evaluate_projection",
     "format_projection_table",
     "projection_errors",
+    "projection_scores",
 ]
 
 logger = logging.getLogger(__name__)
@@ -359,10 +361,73 @@ def _scored_rows(rows_wanted: Sequence[tuple[str, str, dict[str, Any]]], scorers
     return out, skipped
 
 
+
+def projection_scores(
+    predictions: Sequence[Sequence[str] | Mapping[str, Any] | None],
+    references: Sequence[Sequence[str]],
+    *,
+    kept: Sequence[bool] | None = None,
+    over: Literal["kept", "all"] = "kept",
+) -> dict[str, Any]:
+    """Score projected tags against gold tags of the same target tokens.
+
+    Args:
+        predictions: per sentence, the projected IOB2 tags, a projection output (a dict with
+            ``tags`` and ``kept``, as :class:`crop_hf.projection.ProjectionPipeline` returns), or
+            ``None`` for a sentence that was dropped.
+        references: the gold IOB2 tags of each sentence.
+        kept: which sentences were kept, when ``predictions`` are bare tag lists that include
+            dropped ones.
+        over: ``"kept"`` scores only kept sentences (the quality of the projected corpus, as in
+            CroP); ``"all"`` also counts every gold entity of a dropped sentence as missed.
+
+    Returns:
+        ``precision``, ``recall``, ``f1`` (micro-averaged over entities: a prediction is correct
+        when type, start and end all match), ``per_type`` (the same per entity type, with
+        ``support``), ``sentences``, ``kept`` and ``kept_rate``.
+    """
+    if over not in {"kept", "all"}:
+        raise ValueError(f"over must be 'kept' or 'all', got {over!r}")
+    if len(predictions) != len(references):
+        raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
+    if kept is not None and len(kept) != len(predictions):
+        raise ValueError(f"{len(kept)} kept flags but {len(predictions)} predictions")
+    # A dropped sentence scored over "all" is one whose every gold entity was missed: all-O
+    # predictions. The scoring itself is evaluation's seqeval scoring, so the two agree.
+    gold_tags: list[list[str]] = []
+    projected_tags: list[list[str]] = []
+    n_kept = 0
+    for index, (prediction, reference) in enumerate(zip(predictions, references, strict=True)):
+        is_kept = prediction is not None
+        if isinstance(prediction, Mapping):
+            is_kept = bool(prediction.get("kept", True))
+            prediction = prediction["tags"]
+        if kept is not None:
+            is_kept = is_kept and bool(kept[index])
+        n_kept += is_kept
+        if not is_kept:
+            if over == "all":
+                gold_tags.append(list(reference))
+                projected_tags.append(["O"] * len(reference))
+            continue
+        if len(prediction) != len(reference):
+            raise ValueError(f"sentence {index}: {len(prediction)} projected tags but {len(reference)} gold tags; "
+                             "projection and gold must tag the same tokens")
+        gold_tags.append(list(reference))
+        projected_tags.append(list(prediction))
+    scores = score_tags(gold_tags, projected_tags) if gold_tags else None
+    return {
+        "precision": scores.precision if scores else 0.0,
+        "recall": scores.recall if scores else 0.0,
+        "f1": scores.f1 if scores else 0.0,
+        "per_type": scores.per_type if scores else {},
+        "sentences": len(references),
+        "kept": n_kept,
+        "kept_rate": n_kept / len(references) if references else 0.0,
+    }
+
 def _score(name: str, method: str, aligner: str | None, options: dict[str, Any], results: Sequence[Any],
            gold: Sequence[Sequence[str]], seconds: float) -> ProjectionRow:
-    from crop_hf.metrics import projection_scores  # import cycle: crop_hf.metrics imports this module
-
     predictions = [{"tags": result.tags, "kept": result.kept} for result in results]
     over_all = projection_scores(predictions, gold, over="all")
     over_kept = projection_scores(predictions, gold, over="kept")

@@ -113,10 +113,7 @@ class JointIntentSlotModel(PreTrainedModel):
         self.crf = ConstrainedCRF(len(config.slot_labels), allowed_start, allowed) if own_crf else None
         if config.max_intent_depth < 1:
             raise ValueError(f"max_intent_depth must be 1 (flat) or more, got {config.max_intent_depth}")
-        self._prefixes = [tag.partition("-")[0] for tag in config.slot_labels]
         names = [tag[2:] for tag in config.slot_labels if tag.startswith("B-")]
-        #: slot tag id -> slot name id (``O`` -> -1)
-        self._tag_name = [names.index(tag[2:]) if tag != "O" else -1 for tag in config.slot_labels]
         size = config.span_hidden_size or hidden
         #: the tagger of intents nested in slots (and of the top level with ``top_tagger="shared"``)
         self.inner_tagger: SlotTagger | None = None

@@ -9,21 +9,58 @@ its three likeliest intents and keeps the intent and tags with the highest joint
 it, down to ``max_intent_depth`` levels, the hierarchical decoder decides for each slot whether an
 intent fills it and tags that intent's words with the inner tagger, greedily, level by level for the
 whole batch at once; a flat model has no levels below. Like the rest of the model's code this module
-imports only its siblings, so saved models carry it as remote code.
+imports only its siblings, so saved models carry it as remote code. It reads the model through a
+small declared interface (:class:`ParserModel`, :class:`ParserOutputs`: public attributes and config
+fields), never the model's module, so the two import in one direction only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from functools import lru_cache
+from typing import Any, Protocol
 
 import torch
 
-if TYPE_CHECKING:
-    from .modeling_joint import JointIntentSlotModel, JointParserOutput
-    from .tagger import SlotTagger
+from .tagger import SlotTagger
 
-__all__ = ["NestedParse", "ParsedUtterance", "decode_outputs", "score_outputs"]
+__all__ = ["NestedParse", "ParsedUtterance", "ParserModel", "ParserOutputs", "decode_outputs", "score_outputs"]
+
+
+class ParserOutputs(Protocol):
+    """What the search reads of a forward pass (:class:`~crop_hf.modeling.modeling_joint.JointParserOutput`)."""
+
+    intent_logits: torch.Tensor
+    word_mask: torch.Tensor
+    slot_emissions: torch.Tensor | None
+    word_hidden: torch.Tensor | None  # None for a flat model that reads words alone
+
+
+class ParserModel(Protocol):
+    """What the search reads of the joint parser (:class:`~crop_hf.modeling.modeling_joint.JointIntentSlotModel`):
+    its config (``slot_labels``, ``max_intent_depth``), its two taggers, and the two scoring layers of
+    a hierarchical model."""
+
+    config: Any
+    top_level_tagger: SlotTagger
+    inner_tagger: SlotTagger | None
+
+    def span_logits(self, word_hidden: torch.Tensor, spans: torch.Tensor) -> torch.Tensor: ...
+
+    def inner_emissions(self, word_hidden: torch.Tensor, spans: Any) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+
+@lru_cache(maxsize=16)
+def _slot_layout(slot_labels: tuple[str, ...]) -> tuple[list[str], list[int]]:
+    """Of IOB2 slot tags: each tag's prefix (``B``, ``I``, ``O``) and its slot name id (the order of the
+    ``B-`` tags; ``O`` is -1), as the model's slot-name embeddings number them."""
+    prefixes = [tag.partition("-")[0] for tag in slot_labels]
+    names = [tag[2:] for tag in slot_labels if tag.startswith("B-")]
+    return prefixes, [names.index(tag[2:]) if tag != "O" else -1 for tag in slot_labels]
+
+
+def _layout(model: ParserModel) -> tuple[list[str], list[int]]:
+    return _slot_layout(tuple(model.config.slot_labels))
 
 
 @dataclass
@@ -71,18 +108,19 @@ def _depth(nodes: list[NestedParse]) -> int:
     return max((1 + _depth(node.nested) for node in nodes), default=0)
 
 
-def _slot_spans(model: JointIntentSlotModel, row: int, slot_ids: list[int], offset: int,
+def _slot_spans(model: ParserModel, row: int, slot_ids: list[int], offset: int,
                 nested: list[NestedParse]) -> list[tuple]:
     """``(row, start, end, slot name id, nested)`` of each slot of one level whose words start at ``offset``.
 
     The slots :func:`_decode_nested` and :func:`_score_nested` decide on, level by level; ``nested``
     is the list of the level's nested intents (the decoder appends to it, scoring reads it).
     """
-    return [(row, offset + start, offset + end, model._tag_name[tag], nested)
-            for start, end, tag in _tag_spans(slot_ids, model._prefixes)]
+    prefixes, tag_name = _layout(model)
+    return [(row, offset + start, offset + end, tag_name[tag], nested)
+            for start, end, tag in _tag_spans(slot_ids, prefixes)]
 
 
-def _top_slot_spans(model: JointIntentSlotModel, parses: list[ParsedUtterance]) -> list[tuple]:
+def _top_slot_spans(model: ParserModel, parses: list[ParsedUtterance]) -> list[tuple]:
     """:func:`_slot_spans` of the top level of every row: where both nested walks start."""
     return [span for row, parse in enumerate(parses) for span in _slot_spans(model, row, parse.slot_ids, 0, parse.nested)]
 
@@ -90,7 +128,7 @@ def _top_slot_spans(model: JointIntentSlotModel, parses: list[ParsedUtterance]) 
 # ---------------------------------------------------------------------- decoding
 
 
-def decode_outputs(model: JointIntentSlotModel, outputs: JointParserOutput) -> list[ParsedUtterance]:
+def decode_outputs(model: ParserModel, outputs: ParserOutputs) -> list[ParsedUtterance]:
     """Best intent and best valid IOB2 tag sequence of each row, with their probabilities.
 
     A hierarchical model then decides, level by level for the whole batch at once, which
@@ -128,7 +166,7 @@ def _decode_with_intents(top: SlotTagger, word_hidden: torch.Tensor, mask: torch
                             float(log_probs[i * k + j].exp())) for i, j in enumerate(best)]
 
 
-def _decode_nested(model: JointIntentSlotModel, word_hidden: torch.Tensor, parsed: list[ParsedUtterance]) -> None:
+def _decode_nested(model: ParserModel, word_hidden: torch.Tensor, parsed: list[ParsedUtterance]) -> None:
     device = word_hidden.device
     pending = _top_slot_spans(model, parsed)
     for _ in range(1, model.config.max_intent_depth):
@@ -158,7 +196,7 @@ def _decode_nested(model: JointIntentSlotModel, word_hidden: torch.Tensor, parse
 # ---------------------------------------------------------------------- scoring given parses
 
 
-def score_outputs(model: JointIntentSlotModel, outputs: JointParserOutput, parses: list[ParsedUtterance]) -> torch.Tensor:
+def score_outputs(model: ParserModel, outputs: ParserOutputs, parses: list[ParsedUtterance]) -> torch.Tensor:
     """Log-probability ``(batch,)`` under the model of one given parse per row, as :func:`decode_outputs` scores its own.
 
     The sum of the log-probabilities of the intent, of the top-level tags (given that intent for
@@ -201,9 +239,9 @@ def score_outputs(model: JointIntentSlotModel, outputs: JointParserOutput, parse
     return total
 
 
-def _check_nested(model: JointIntentSlotModel, row: int, slot_ids: list[int], offset: int,
+def _check_nested(model: ParserModel, row: int, slot_ids: list[int], offset: int,
                   nodes: list[NestedParse]) -> None:
-    spans = {(offset + start, offset + end) for start, end, _ in _tag_spans(slot_ids, model._prefixes)}
+    spans = {(offset + start, offset + end) for start, end, _ in _tag_spans(slot_ids, _layout(model)[0])}
     for node in nodes:
         if (node.start, node.end) not in spans:
             raise ValueError(f"parse {row}: the intent nested at words {node.start}:{node.end} does not fill "
@@ -214,7 +252,7 @@ def _check_nested(model: JointIntentSlotModel, row: int, slot_ids: list[int], of
         _check_nested(model, row, node.slot_ids, node.start, node.nested)
 
 
-def _score_nested(model: JointIntentSlotModel, word_hidden: torch.Tensor, parses: list[ParsedUtterance],
+def _score_nested(model: ParserModel, word_hidden: torch.Tensor, parses: list[ParsedUtterance],
                   total: torch.Tensor) -> None:
     device = word_hidden.device
     pending = _top_slot_spans(model, parses)
