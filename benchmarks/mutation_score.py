@@ -146,7 +146,7 @@ MODULES: dict[str, Module] = {
     "projection.rerank": Module("crop_hf/projection/rerank.py", ("*",),
                                 "the symmetric score, shortlists, candidates, choices and statuses of rerank and "
                                 "hybrid_rerank"),
-    "projection.scoring": Module("crop_hf/projection/scoring.py", (
+    "translation.scoring": Module("crop_hf/translation/scoring.py", (
         "shared_prefix", "_resumed_length", "_stack_padded", "TranslationScorer._pairs", "TranslationScorer.score_rows",
         "TranslationScorer._score_chunk", "TranslationScorer.skip", "TranslationScorer._head", "log_softmax_at",
         "_slices", "_DecoderStates.*"),

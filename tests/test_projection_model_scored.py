@@ -22,7 +22,7 @@ from crop_hf.projection.insertion import candidate_spans, mark_target, target_te
 from crop_hf.projection.methods import PROJECTION_METHODS, ProjectionExample, method_options, project_examples
 from crop_hf.projection.options import HybridRerankOptions, InsertionOptions, RerankOptions
 from crop_hf.projection.rerank import ngram_spans, project_hybrid_rerank
-from crop_hf.projection.scoring import RowScores, log_softmax_at
+from crop_hf.translation.scoring import RowScores, log_softmax_at
 
 WORDS = ["ich", "wohne", "in", "Göteborg", "und", "arbeite", "für", "Volvo", "am", "Montag", "Paris", ".", "die",
          "Kanzlerin", "besuchte"]
@@ -142,7 +142,7 @@ def test_scores_read_through_the_output_layer_in_slices_are_the_models_own(reque
     """The decoder states go through the output layer a slice at a time (bias and final_logits_bias included, set
     here to random values), and give the log-probabilities of the logits the model returns; a model of a family
     not known to be just that layer is scored from its own logits."""
-    import crop_hf.projection.scoring as scoring
+    import crop_hf.translation.scoring as scoring
 
     monkeypatch.setattr(scoring, "VOCABULARY_SLICE", 37)
     languages = ("en", "de") if family == "m2m100" else ()

@@ -49,8 +49,8 @@ from crop_hf.errors import EmptyInputError, check_device, check_model, check_out
 from crop_hf.metrics.projection import evaluate_projection, format_projection_table
 from crop_hf.parsing.data import split_side
 from crop_hf.projection.methods import get_method
-from crop_hf.projection.scoring import TranslationScorer
 from crop_hf.report import plots
+from crop_hf.translation.scoring import TranslationScorer
 
 #: Tag columns read from a corpus, first found wins (after a ``#side`` prefix).
 TAG_COLUMNS = ("ner_tags", "slot_tags", "tags")

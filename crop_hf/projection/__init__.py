@@ -29,7 +29,6 @@ from crop_hf.projection.insertion import project_insertion
 from crop_hf.projection.lexical import LexicalMatcher, TranslatedEntity, project_lexical, read_entities
 from crop_hf.projection.rerank import project_hybrid_rerank, project_rerank, symmetric_scores
 from crop_hf.projection.result import EntityStatus, ProjectedEntity, ProjectionResult
-from crop_hf.projection.scoring import TranslationScorer
 from crop_hf.projection.target import (
     NO_SPACE_LANGUAGES,
     Normalizer,
@@ -38,6 +37,7 @@ from crop_hf.projection.target import (
     tokenize_target,
     uses_characters,
 )
+from crop_hf.translation.scoring import TranslationScorer
 
 __all__ = [
     "NO_SPACE_LANGUAGES",

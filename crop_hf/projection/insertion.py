@@ -25,7 +25,7 @@ row per candidate. The default search returns the same span, pruning where the m
 * the log-probability of a token depends only on the tokens before it, so one teacher-forced pass
   over the unmarked target gives the exact log-probability of every candidate's prefix up to its
   opening marker, and (gathered) of that marker: the prefix's log-probability;
-* the unmarked target's decoder states are kept (:class:`~crop_hf.projection.scoring.DecoderPrefix`),
+* the unmarked target's decoder states are kept (:class:`~crop_hf.translation.scoring.DecoderPrefix`),
   and every candidate's row, the exhaustive search's too, resumes from them at its opening marker:
   the words before a span are decoded once per slot, not once per candidate;
 * log-probabilities are never positive, so a prefix's log-probability **bounds** every sequence
@@ -93,8 +93,8 @@ from typing import Any
 from crop_hf.labels import Span
 from crop_hf.markers import MarkerStyle, get_marker_style
 from crop_hf.projection.result import EntityStatus, ProjectedEntity, ProjectionResult
-from crop_hf.projection.scoring import TranslationScorer, require_scorer, shared_prefix
 from crop_hf.projection.target import TargetSentence, uses_characters
+from crop_hf.translation.scoring import TranslationScorer, require_scorer, shared_prefix
 
 __all__ = ["candidate_spans", "check_insertion", "check_marker_tokens", "mark_target", "project_insertion"]
 
@@ -357,7 +357,7 @@ def project_insertion(examples: Sequence[Any], options: Any, scorer: Translation
         examples: :class:`~crop_hf.projection.methods.ProjectionExample` items with ``target``,
             ``source_tokens`` and ``source_spans``.
         options: an :class:`~crop_hf.projection.options.InsertionOptions`.
-        scorer: a :class:`~crop_hf.projection.scoring.TranslationScorer` over the marker-trained model,
+        scorer: a :class:`~crop_hf.translation.scoring.TranslationScorer` over the marker-trained model,
             in the source → target direction.
 
     Returns one :class:`~crop_hf.projection.ProjectionResult` per example, in order; every placed

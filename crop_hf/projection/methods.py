@@ -8,7 +8,7 @@ given) lexically first) and options, and returns a :class:`~crop_hf.projection.P
 have no alignment yet (eflomal and embedding aligners both work best on many pairs at once).
 
 Three methods score spans with a translation model, given to :func:`project_examples` as
-``scorer=`` (a :class:`~crop_hf.projection.scoring.TranslationScorer`, the way ``aligner=`` is
+``scorer=`` (a :class:`~crop_hf.translation.scoring.TranslationScorer`, the way ``aligner=`` is
 given): ``insertion`` (a marker-trained model places each span's markers in the fixed target,
 :mod:`crop_hf.projection.insertion`), ``rerank`` and ``hybrid_rerank`` (a plain model ranks
 candidate spans, :mod:`crop_hf.projection.rerank`). Their rows say ``uses_scorer``; their
@@ -59,9 +59,9 @@ from crop_hf.projection.options import (
 )
 from crop_hf.projection.rerank import check_rerank, project_hybrid_rerank, project_rerank
 from crop_hf.projection.result import ProjectionResult
-from crop_hf.projection.scoring import require_scorer
 from crop_hf.projection.target import TargetSentence
 from crop_hf.registry import Registry
+from crop_hf.translation.scoring import require_scorer
 
 __all__ = [
     "PROJECTION_METHODS",
@@ -162,7 +162,7 @@ def register_method(name: str, function: Callable[..., Any] | None = None,
     With ``uses_alignment`` the examples reach it with their word alignment (an aligner fills in
     missing ones); otherwise they carry translated ``entities``. With ``uses_scorer`` the method
     scores spans with a translation model: ``function(examples, options, scorer)`` projects a whole
-    batch (a list of examples, a result each) with the :class:`~crop_hf.projection.scoring.TranslationScorer`
+    batch (a list of examples, a result each) with the :class:`~crop_hf.translation.scoring.TranslationScorer`
     given to :func:`project_examples`; ``check(options, scorer)``, if given, raises at once what the
     method would raise on its first batch with that scorer (:func:`check_scorer`). A taken name is
     an error unless ``replace=True``.
@@ -299,7 +299,7 @@ def project_examples(method: str, examples: Sequence[ProjectionExample], *, alig
 
     ``options`` given here win over those written in ``method`` (:func:`method_options`). A method
     that scores spans with a translation model (``insertion``, ``rerank``, ``hybrid_rerank``) needs
-    ``scorer``, a :class:`~crop_hf.projection.scoring.TranslationScorer`; other methods ignore it.
+    ``scorer``, a :class:`~crop_hf.translation.scoring.TranslationScorer`; other methods ignore it.
     """
     chosen, resolved = method_options(method, **options)
     return run_method(chosen, resolved, examples, aligner=aligner, scorer=scorer)

@@ -78,8 +78,8 @@ from crop_hf.projection.methods import (
     method_options,
     run_method,
 )
-from crop_hf.projection.scoring import TranslationScorer
 from crop_hf.projection.target import tokenize_target
+from crop_hf.translation.scoring import TranslationScorer
 
 __all__ = ["PROJECTION_METHODS", "ProjectionPipeline"]
 

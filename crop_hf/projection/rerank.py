@@ -7,7 +7,7 @@ with the symmetric, length-normalised score of T-Projection (García-Ferrero et 
     s(e, c) = ½ [ P(e | c) / P(e | e)  +  P(c | e) / P(c | c) ]
 
 where ``P(y | x)`` is the per-token geometric-mean probability of ``y`` teacher-forced on ``x``
-(:meth:`~crop_hf.projection.scoring.TranslationScorer.mean_log_probs`). ``P(c | e)`` is the
+(:meth:`~crop_hf.translation.scoring.TranslationScorer.mean_log_probs`). ``P(c | e)`` is the
 source → target direction, ``P(e | c)`` the reverse one, ``P(e | e)`` and ``P(c | c)`` each
 language copied onto itself: they cancel how easy a text is to produce at all, so a short, frequent
 candidate does not win by being short. The model must translate both ways; one that cannot (a
@@ -53,8 +53,8 @@ from crop_hf.labels import Span
 from crop_hf.projection.fuzzy import project_fuzzy
 from crop_hf.projection.hybrid import project_hybrid
 from crop_hf.projection.result import EntityStatus, ProjectedEntity, ProjectionResult
-from crop_hf.projection.scoring import TranslationScorer, require_scorer
 from crop_hf.projection.target import TargetSentence, is_punctuation
+from crop_hf.translation.scoring import TranslationScorer, require_scorer
 
 __all__ = ["check_rerank", "ngram_spans", "project_hybrid_rerank", "project_rerank", "symmetric_scores"]
 
@@ -204,7 +204,7 @@ def project_rerank(examples: Sequence[Any], options: Any, scorer: TranslationSco
         examples: :class:`~crop_hf.projection.methods.ProjectionExample` items with ``target``,
             ``source_tokens``, ``source_spans`` (and optionally ``alignment``, ``entities``: more candidates).
         options: a :class:`~crop_hf.projection.options.RerankOptions`.
-        scorer: a :class:`~crop_hf.projection.scoring.TranslationScorer` over a plain multilingual model,
+        scorer: a :class:`~crop_hf.translation.scoring.TranslationScorer` over a plain multilingual model,
             source → target.
     """
     require_scorer(scorer, "rerank")

@@ -45,12 +45,12 @@ from crop_hf.projection.methods import (
     word_spans,
 )
 from crop_hf.projection.result import ProjectionResult
-from crop_hf.projection.scoring import TranslationScorer
 from crop_hf.synthesis.config import EFLOMAL, SynthesisConfig
 from crop_hf.synthesis.inputs import UndecodableLine
 from crop_hf.synthesis.rows import DiscardedSentence, KeptSentence
 from crop_hf.translation.apertium import is_apertium
 from crop_hf.translation.loading import load_translator
+from crop_hf.translation.scoring import TranslationScorer
 from crop_hf.translation.text_engine import TextEngineTranslationPipeline
 
 logger = logging.getLogger(__name__)
