@@ -535,10 +535,10 @@ class BracketMarkers(MarkerStyle):
 
 #: Marker styles by name (:func:`get_marker_style` also accepts an instance). A registered style is
 #: called with no arguments, and its ``name`` is the name it is registered under. Installed packages
-#: add styles through the ``crop_hf.marker_styles`` entry-point group (``name = module:StyleClass``).
+#: add styles through the ``crop_hf_marker_styles`` entry-point group (``name = module:StyleClass``).
 MARKER_STYLES: Registry[Callable[[], MarkerStyle]] = Registry("marker style",
                                                               {"crop": SlotMarkers, "easyproject": BracketMarkers},
-                                                              group="crop_hf.marker_styles")
+                                                              group="crop_hf_marker_styles")
 
 
 def get_marker_style(style: str | MarkerStyle | None = None) -> MarkerStyle:

@@ -6,7 +6,7 @@ registration order with one way to add a row (:meth:`Registry.register`, also a 
 one error for a name it does not hold (:meth:`Registry.get`). A registry given an entry-point
 ``group`` is open to installed packages: on its first lookup it reads that group of the installed
 distributions' entry points (as spaCy's registries do through catalogue), so a package that declares
-``[project.entry-points."crop_hf.projection_methods"] mine = "my_package.methods"`` is found by
+``[project.entry-points."crop_hf_projection_methods"] mine = "my_package.methods"`` is found by
 ``crop-hf synthesize --method mine`` with no import in the user's code.
 
 >>> shapes = Registry("shape", {"circle": 0})

@@ -79,3 +79,27 @@ def test_importing_a_pipeline_module_first_registers_every_task(tmp_path, module
     result = run_python(code, tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_main_verbs_are_offered_at_the_top_level_and_load_only_when_used(tmp_path):
+    code = """
+        import sys
+        import crop_hf
+        heavy = ("crop_hf.synthesis", "crop_hf.augment.translate_align", "crop_hf.augment.generate_filter",
+                 "crop_hf.projection.methods")
+        assert not [m for m in heavy if m in sys.modules], [m for m in heavy if m in sys.modules]
+        assert {"synthesize", "translate_align", "project_examples", "SynthesisConfig"} <= set(dir(crop_hf))
+        from crop_hf.synthesis import synthesize
+        from crop_hf.augment.translate_align import TranslateAlignConfig
+        assert crop_hf.synthesize is synthesize and crop_hf.TranslateAlignConfig is TranslateAlignConfig
+        assert all(hasattr(crop_hf, name) for name in crop_hf.__all__)
+        try:
+            crop_hf.synthesise
+        except AttributeError as error:
+            assert "has no attribute 'synthesise'" in str(error)
+        else:
+            raise AssertionError("a misspelt verb was found")
+        print("ok")
+    """
+    result = run_python(code, tmp_path)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr

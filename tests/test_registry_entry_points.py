@@ -122,7 +122,7 @@ PACKAGE = {
 
 
 def test_an_installed_package_s_projection_method_works_by_name(site, monkeypatch):
-    install(site, "mine-methods", {"crop_hf.projection_methods": "only_types = mine_methods"}, PACKAGE)
+    install(site, "mine-methods", {"crop_hf_projection_methods": "only_types = mine_methods"}, PACKAGE)
     monkeypatch.setattr(PROJECTION_METHODS, "_opened", False)  # as in a fresh process with the package installed
     monkeypatch.setattr(PROJECTION_METHODS, "_items", dict(PROJECTION_METHODS._items))
     example = ProjectionExample(["Anna", "wohnt", "in", "Göteborg", "."], entities=[("Anna", "PER"), ("Göteborg", "LOC")])
@@ -144,7 +144,7 @@ def test_crop_hf_synthesize_finds_a_pip_installed_method_with_no_import_in_user_
         name = "mine-methods"
         version = "0.1"
 
-        [project.entry-points."crop_hf.projection_methods"]
+        [project.entry-points."crop_hf_projection_methods"]
         only_types = "mine_methods"
         """), encoding="utf-8")
     target = tmp_path / "site"

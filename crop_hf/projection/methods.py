@@ -145,8 +145,8 @@ def _hybrid(example: ProjectionExample, options: HybridOptions) -> ProjectionRes
 
 
 #: name -> method. ``method=`` everywhere (pipeline, synthesis, commands) is a name of this registry;
-#: installed packages add methods through the ``crop_hf.projection_methods`` entry-point group.
-PROJECTION_METHODS: Registry[ProjectionMethod] = Registry("projection method", group="crop_hf.projection_methods",
+#: installed packages add methods through the ``crop_hf_projection_methods`` entry-point group.
+PROJECTION_METHODS: Registry[ProjectionMethod] = Registry("projection method", group="crop_hf_projection_methods",
                                                           item_type=ProjectionMethod)
 
 

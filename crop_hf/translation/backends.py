@@ -541,11 +541,11 @@ def _engine_label(name: str | int) -> str:
 
 
 #: One row per backend: name -> class built as ``cls(model, tokenizer, **options)``; installed
-#: packages add backends through the ``crop_hf.backends`` entry-point group (``name = module:Class``).
+#: packages add backends through the ``crop_hf_backends`` entry-point group (``name = module:Class``).
 BACKENDS: Registry[type] = Registry("backend", {
     "transformers": TransformersBackend,
     "ctranslate2": CTranslate2Backend,
-}, group="crop_hf.backends")
+}, group="crop_hf_backends")
 
 
 def make_backend(name: str | None, model: Any, tokenizer: Any, **options: Any) -> GenerationBackend:
