@@ -5,7 +5,7 @@ The models have the exact architectures of the defaults' families, random weight
 ``benchmarks/bench_backends.py``, its 128,112-token vocabulary included: the tokenizer is a small
 trained SentencePiece model whose ``vocab.json`` is padded to M2M100's size, so language ids are the
 real ones), tagger = ``FacebookAI/xlm-roberta-base`` (768 hidden, 12 layers, 250,002 tokens) with a
-CoNLL token-classification head. The whole synthesis runs (:class:`crop_hf.synthesis.SynthesisRunner`:
+CoNLL token-classification head. The whole synthesis runs (:class:`crop_hf.synthesis.SynthesisJob`:
 shards, filters, merge, card) on generated German sentences of fixed length, with every generation
 running to ``--max-new-tokens`` (random weights never stop earlier).
 
@@ -129,7 +129,7 @@ def profile(args) -> dict:
     from crop_hf.engine.language import LanguageIdFilter
     from crop_hf.engine.shards import ShardStore
     from crop_hf.synthesis import SynthesisConfig
-    from crop_hf.synthesis.runner import SynthesisRunner
+    from crop_hf.synthesis.runner import SynthesisJob
 
     torch.set_num_threads(args.threads)
     backend, _, compute_type = args.backend.partition(":")
@@ -185,7 +185,7 @@ def profile(args) -> dict:
         batch_size=args.batch_size, num_beams=args.num_beams, num_return_sequences=args.num_beams,
         max_new_tokens=args.max_new_tokens, shard_size=args.shard_size, show_progress=False, device="cpu",
     )
-    runner = SynthesisRunner(config)
+    runner = SynthesisJob(config)
     start = time.perf_counter()
     runner.models  # noqa: B018  (load, and convert on a cache miss, before the clock starts)
     load_s = time.perf_counter() - start

@@ -152,6 +152,10 @@ MODULES: dict[str, Module] = {
         "_slices", "_DecoderStates.*"),
         "teacher-forced rows, resumed states, rows read from longer ones and logits read in vocabulary slices; "
         "loading, directions and the encoder pass are wiring every scored-projection test runs"),
+    "registry": Module("crop_hf/registry.py"),
+    "engine.training (publish)": Module("crop_hf/engine/training.py", ("TrainingRun.publish", "write_all_results"),
+                                        "what a finished run writes and pushes; the loop itself is every "
+                                        "training test's end-to-end run"),
 }
 
 _NAME = re.compile(r"^(?P<module>.+?)\.x(?:ǁ(?P<cls>[^ǁ]+)ǁ|_)(?P<func>.+)__mutmut_(?P<n>\d+)$")

@@ -361,7 +361,7 @@ class KeywordTagger:
 
 def test_a_synthesis_run_with_apertium_keeps_spanish_sentences_and_says_so_in_its_card(apertium, tmp_path, caplog):
     from crop_hf.labels import CONLL_LABELS
-    from crop_hf.synthesis import SynthesisConfig, SynthesisModels, SynthesisRunner
+    from crop_hf.synthesis import SynthesisConfig, SynthesisJob, SynthesisModels
     from crop_hf.translation.loading import load_translator
 
     raw = tmp_path / "es.txt"
@@ -371,7 +371,7 @@ def test_a_synthesis_run_with_apertium_keeps_spanish_sentences_and_says_so_in_it
                              show_progress=False)
     models = SynthesisModels(load_translator("apertium"), KeywordTagger(), CONLL_LABELS)
     with caplog.at_level(logging.WARNING):
-        result = SynthesisRunner(config, models=models).run()
+        result = SynthesisJob(config, models=models).run()
     stats = result.statistics["es"]
     assert stats["input"] == 3 and stats["kept"] == 2 and stats["all_o"] == 1
     import datasets
@@ -394,7 +394,7 @@ def test_a_synthesis_run_with_apertium_keeps_spanish_sentences_and_says_so_in_it
 def test_another_apertium_version_does_not_reuse_the_finished_shards(apertium, tmp_path, monkeypatch):
     from crop_hf.errors import OutputExistsError
     from crop_hf.labels import CONLL_LABELS
-    from crop_hf.synthesis import SynthesisConfig, SynthesisModels, SynthesisRunner
+    from crop_hf.synthesis import SynthesisConfig, SynthesisJob, SynthesisModels
     from crop_hf.translation.loading import load_translator
 
     (tmp_path / "es.txt").write_text("Juan vive en Madrid .\n", encoding="utf-8")
@@ -403,7 +403,7 @@ def test_another_apertium_version_does_not_reuse_the_finished_shards(apertium, t
         config = SynthesisConfig(tgt_langs=["es"], input=str(tmp_path / "{lang}.txt"), mt_model="apertium",
                                  output_dir=str(tmp_path / "out"), ner_model="unused", language_filter=False,
                                  show_progress=False)
-        return SynthesisRunner(config, models=SynthesisModels(load_translator("apertium"), KeywordTagger(),
+        return SynthesisJob(config, models=SynthesisModels(load_translator("apertium"), KeywordTagger(),
                                                               CONLL_LABELS)).run()
 
     run()

@@ -169,10 +169,10 @@ def test_an_empty_result_is_named_in_the_summary_and_never_published(tmp_path, m
 
     import crop_hf.synthesis.runner as runner
     from crop_hf.errors import EmptyInputError
-    from crop_hf.synthesis import SynthesisRunner
+    from crop_hf.synthesis import SynthesisJob
 
     template = raw_files(tmp_path / "raw", de="das ist alles klein .\n", nl="Ik woon in Hamburg .\n")
-    result = SynthesisRunner(fake_config(template, str(tmp_path / "out")), models=fake_models()).run()
+    result = SynthesisJob(fake_config(template, str(tmp_path / "out")), models=fake_models()).run()
     assert result.statistics["de"]["kept"] == 0 and result.statistics["nl"]["kept"] == 1
     assert "no sentence kept for de: see " in result.report() and "nl" not in result.empty_languages()
     pushed = []

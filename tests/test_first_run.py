@@ -22,7 +22,7 @@ from crop_hf.augment.translate_align import TranslateAlignModels, translate_alig
 from crop_hf.cli import COMMANDS, main
 from crop_hf.engine.shards import describe_processes
 from crop_hf.synthesis import SynthesisModels
-from crop_hf.synthesis.runner import SynthesisRunner
+from crop_hf.synthesis.runner import SynthesisJob
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
@@ -66,7 +66,7 @@ def fake_synthesis_models(monkeypatch):
 
     monkeypatch.setattr(SynthesisModels, "load", classmethod(load))
     # a resumed run loads no model: it reads the tagger's labels from its config, here the fakes'
-    monkeypatch.setattr(SynthesisRunner, "_label_names", lambda self: list(fake_models().labels.names))
+    monkeypatch.setattr(SynthesisJob, "_label_names", lambda self: list(fake_models().labels.names))
     return loads
 
 
@@ -405,18 +405,18 @@ def test_the_refusal_names_renamed_options_and_the_language_list_as_the_command_
     from synthesis_fakes import fake_config, fake_models
 
     from crop_hf.errors import OutputExistsError
-    from crop_hf.synthesis import SynthesisRunner
+    from crop_hf.synthesis import SynthesisJob
 
     raw = tmp_path / "raw"
     raw.mkdir()
     for lang in ("de", "es"):
         (raw / f"{lang}.txt").write_text("Ich wohne in Hamburg .\nAnna trifft Peter .\n", encoding="utf-8")
     first = fake_config(str(raw / "{lang}.txt"), str(tmp_path / "out"), tgt_langs=["de", "es"], max_examples=2)
-    SynthesisRunner(first, models=fake_models()).run()
+    SynthesisJob(first, models=fake_models()).run()
     again = fake_config(str(raw / "{lang}.txt"), str(tmp_path / "out"), tgt_langs=["de"], max_examples=1,
                         src_lang="fr")
     with pytest.raises(OutputExistsError) as refused:
-        SynthesisRunner(again, models=fake_models()).run()
+        SynthesisJob(again, models=fake_models()).run()
     message = str(refused.value)
     assert '--tgt_langs: ["de", "es"] there, ["de"] here' in message
     assert "--max_examples: 2 there, 1 here" in message and '--src_lang: "en" there, "fr" here' in message

@@ -32,7 +32,7 @@ from crop_hf.augment.translate_align import (
 from crop_hf.engine import shards
 from crop_hf.engine.jobs import result_fields
 from crop_hf.engine.shards import ShardStore, run_shards
-from crop_hf.synthesis import SynthesisConfig, SynthesisRunner, synthesize
+from crop_hf.synthesis import SynthesisConfig, SynthesisJob, synthesize
 
 
 class _Translator:
@@ -124,15 +124,15 @@ SYNTHESIS_CHANGES = {
 def test_changing_any_fingerprinted_synthesis_option_names_another_shard_folder(tmp_path):
     base = fake_config("raw/{lang}.txt", str(tmp_path), backend="ctranslate2")
     assert set(SYNTHESIS_CHANGES) == set(result_fields(SynthesisConfig))
-    folder = SynthesisRunner(base, models=fake_models()).store.root
+    folder = SynthesisJob(base, models=fake_models()).store.root
     for name, value in SYNTHESIS_CHANGES.items():
         assert getattr(base, name) != value
         changed = dataclasses.replace(base, **{name: value})
-        assert SynthesisRunner(changed, models=fake_models()).store.root != folder, name
+        assert SynthesisJob(changed, models=fake_models()).store.root != folder, name
     # Options left out share the folder (report is left out here: it needs matplotlib).
     for name, value in {"tgt_langs": ["de"], "strict_input": True, "show_progress": True}.items():
         same = dataclasses.replace(base, **{name: value})
-        assert SynthesisRunner(same, models=fake_models()).store.root == folder, name
+        assert SynthesisJob(same, models=fake_models()).store.root == folder, name
 
 
 def _raw_dir(tmp_path: Path) -> Path:
@@ -304,7 +304,7 @@ def test_a_resumed_two_process_synthesis_reports_the_main_process_shards(tmp_pat
         results = []
         for index in (1, 0):
             monkeypatch.setattr(shards, "process_state", lambda index=index: FakeState(index, 2))
-            results.append(SynthesisRunner(config, models=fake_models()).run())
+            results.append(SynthesisJob(config, models=fake_models()).run())
         return results
 
     _, first = both()
@@ -313,7 +313,7 @@ def test_a_resumed_two_process_synthesis_reports_the_main_process_shards(tmp_pat
     models = []
     for index in (1, 0):
         monkeypatch.setattr(shards, "process_state", lambda index=index: FakeState(index, 2))
-        runner = SynthesisRunner(config, models=fake_models())
+        runner = SynthesisJob(config, models=fake_models())
         result = runner.run()
         models.append(runner.models)
         assert runner.skipped_shards == ({"de": 1, "nl": 1} if index else {"de": 2, "nl": 2})

@@ -38,8 +38,8 @@ from crop_hf.synthesis import (
     SYNTHESIS_REASONS,
     LanguageIdFilter,
     SynthesisConfig,
+    SynthesisJob,
     SynthesisModels,
-    SynthesisRunner,
     synthesize,
 )
 from crop_hf.synthesis.inputs import UndecodableLine, iter_raw_sentences
@@ -271,9 +271,9 @@ def test_rerun_skips_finished_shards_and_changed_arguments_start_afresh(raw_dir,
 
     changed = fake_models()
     with pytest.raises(OutputExistsError, match="--num_beams: 5 there, 2 here; --num_return_sequences: 3 there, 2 here"):
-        SynthesisRunner(fake_config(template, output, num_beams=2, num_return_sequences=2), models=changed).run()
+        SynthesisJob(fake_config(template, output, num_beams=2, num_return_sequences=2), models=changed).run()
     assert changed.translator.calls == 0 and load(Path(output)) == before
-    runner = SynthesisRunner(fake_config(template, output, num_beams=2, num_return_sequences=2,
+    runner = SynthesisJob(fake_config(template, output, num_beams=2, num_return_sequences=2,
                                          overwrite_output_dir=True), models=changed)
     runner.run()
     assert changed.translator.calls == 10
@@ -284,14 +284,14 @@ def test_rerun_skips_finished_shards_and_changed_arguments_start_afresh(raw_dir,
 
 def test_a_partly_written_shard_is_redone(raw_dir, tmp_path):
     template, output = str(raw_dir / "{lang}.txt"), str(tmp_path / "out")
-    runner = SynthesisRunner(fake_config(template, output), models=fake_models())
+    runner = SynthesisJob(fake_config(template, output), models=fake_models())
     runner.run()
     expected = load(Path(output))
     # A run killed between the rows and the done mark leaves rows without statistics.
     (runner.store.root / "de" / "00001.json").unlink()
     (runner.store.root / "de" / ".00001.parquet.123.tmp").write_bytes(b"half")
     models = fake_models()
-    SynthesisRunner(fake_config(template, output), models=models).run()
+    SynthesisJob(fake_config(template, output), models=models).run()
     assert models.translator.calls == 2
     assert load(Path(output)) == expected
 
@@ -890,20 +890,20 @@ def test_result_table_and_report_in_full():
 
 
 def test_in_memory_inputs_their_limit_and_their_own_shard_folder(tmp_path):
-    from crop_hf.synthesis.runner import SynthesisRunner
+    from crop_hf.synthesis.runner import SynthesisJob
 
     sentences = {"de": datasets.Dataset.from_dict({"text": ["Ich wohne in Hamburg .", "Das ist gut .",
                                                             "Ich mag Hamburg ."]})}
     config = fake_config(str(tmp_path / "absent" / "{lang}.txt"), str(tmp_path / "out"), tgt_langs=["de"],
                          max_examples=2)
-    runner = SynthesisRunner(config, models=fake_models(), inputs=sentences)
+    runner = SynthesisJob(config, models=fake_models(), inputs=sentences)
     assert runner.skipped_shards == {}
     result = runner.run()
     assert result.statistics["de"]["input"] == 2  # max_examples of the in-memory rows; the file is never read
     kept, _ = load(tmp_path / "out")
     assert [row["tokens"] for row in kept["de"]] == [["Ich", "wohne", "in", "Hamburg", "."]]
     other = {"de": datasets.Dataset.from_dict({"text": ["Wir fahren nach Hamburg ."]})}
-    assert SynthesisRunner(config, models=fake_models(), inputs=other).store.root != runner.store.root
+    assert SynthesisJob(config, models=fake_models(), inputs=other).store.root != runner.store.root
     with pytest.raises(OutputExistsError, match="inputs: "):  # other rows are other settings
         synthesize(config, models=fake_models(), inputs=other)
     again = dataclasses.replace(config, overwrite_output_dir=True)
@@ -912,9 +912,9 @@ def test_in_memory_inputs_their_limit_and_their_own_shard_folder(tmp_path):
 
 def test_process_reports_stages_and_logs_its_shard(raw_dir, tmp_path, caplog):
     from crop_hf.engine.jobs import _step
-    from crop_hf.synthesis.runner import SynthesisRunner
+    from crop_hf.synthesis.runner import SynthesisJob
 
-    runner = SynthesisRunner(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out")), models=fake_models())
+    runner = SynthesisJob(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out")), models=fake_models())
     stages = []
     with caplog.at_level(logging.INFO, logger="crop_hf.engine.jobs"):
         kept, discarded, reasons = _step(runner, "de", 4, RAW["de"][:2], stages.append)
@@ -959,38 +959,38 @@ def test_merge_writes_statistics_card_and_report_and_other_processes_get_an_empt
 
     import crop_hf.engine.shards as shards
     import crop_hf.report
-    from crop_hf.synthesis.runner import SynthesisRunner
+    from crop_hf.synthesis.runner import SynthesisJob
 
     monkeypatch.setattr(sys, "argv", ["/usr/bin/crop-hf", "synthesize", "--output_dir", "my out"])
     reports = []
     monkeypatch.setattr(crop_hf.report, "write_report", reports.append)
     out = tmp_path / "out"
-    runner = SynthesisRunner(fake_config(str(raw_dir / "{lang}.txt"), str(out), report=True), models=fake_models())
+    runner = SynthesisJob(fake_config(str(raw_dir / "{lang}.txt"), str(out), report=True), models=fake_models())
     result = runner.run()
     assert (out / "statistics.json").read_text(encoding="utf-8") == json.dumps(result.statistics, indent=2)
     card = (out / "README.md").read_text(encoding="utf-8")
     assert "crop-hf synthesize --output_dir 'my out'\n" in card and runner.store.fingerprint in card
     assert reports == [out]
     monkeypatch.setattr(shards, "process_state", lambda: FakeState(1, 2))  # not the main process: no merge
-    other = SynthesisRunner(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "o2")), models=fake_models()).run()
+    other = SynthesisJob(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "o2")), models=fake_models()).run()
     assert other.output_dir == tmp_path / "o2" and other.statistics == {}
 
 
 def test_a_finished_run_reads_the_label_names_from_the_ner_models_config(raw_dir, tmp_path, tiny_xlmr_ner):
     from crop_hf.errors import MissingModelError, UnreachableError
-    from crop_hf.synthesis.runner import SynthesisRunner
+    from crop_hf.synthesis.runner import SynthesisJob
 
     config = fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "out"), ner_model=str(tiny_xlmr_ner))
     synthesize(config, models=fake_models())
-    again = SynthesisRunner(config)  # every shard is done: the models are never loaded
+    again = SynthesisJob(config)  # every shard is done: the models are never loaded
     assert again._label_names() == list(fake_models().labels.names)
     assert again.run().statistics["de"]["kept"] == 4
     missing = dataclasses.replace(config, ner_model=str(tmp_path / "no-such-model"))
     with pytest.raises(MissingModelError, match=r"no model folder at .*no-such-model \(NER model \(--ner_model\)\)"):
-        SynthesisRunner(missing)._label_names()
+        SynthesisJob(missing)._label_names()
     unreachable = dataclasses.replace(config, ner_model="crop-hf-tests/no-such-model")
     with pytest.raises(UnreachableError, match=r"NER model \(--ner_model\)"):
-        SynthesisRunner(unreachable)._label_names()
+        SynthesisJob(unreachable)._label_names()
 
 
 def test_a_resumed_run_reads_the_label_names_from_the_ner_models_config_at_its_revision(monkeypatch, tmp_path):
@@ -1007,10 +1007,10 @@ def test_a_resumed_run_reads_the_label_names_from_the_ner_models_config_at_its_r
         return SimpleNamespace(id2label={0: "O", 1: "B-PER", 2: "I-PER"})
 
     monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", from_pretrained)
-    runner = SynthesisRunner(SynthesisConfig(tgt_langs=["de"], output_dir=str(tmp_path), ner_model="some/ner",
+    runner = SynthesisJob(SynthesisConfig(tgt_langs=["de"], output_dir=str(tmp_path), ner_model="some/ner",
                                              ner_revision="v2"))
     assert runner._label_names() == ["O", "B-PER", "I-PER"] and asked == [("some/ner", {"revision": "v2"})]
-    unreachable = SynthesisRunner(SynthesisConfig(tgt_langs=["de"], output_dir=str(tmp_path),
+    unreachable = SynthesisJob(SynthesisConfig(tgt_langs=["de"], output_dir=str(tmp_path),
                                                   ner_model="nowhere/ner"))
     with pytest.raises(UnreachableError, match=r"^cannot load the NER model \(--ner_model\) 'nowhere/ner'"):
         unreachable._label_names()

@@ -5,7 +5,7 @@
 ...                                     output_dir="out"))  # doctest: +SKIP
 >>> print(result.table())  # doctest: +SKIP
 
-See :class:`~crop_hf.synthesis.runner.SynthesisRunner` for sharding, resumption and several
+See :class:`~crop_hf.synthesis.runner.SynthesisJob` for sharding, resumption and several
 processes, :mod:`crop_hf.synthesis.stages` for what happens to each sentence and
 :mod:`crop_hf.synthesis.filters` for the filters. Importing this package is light.
 """
@@ -13,15 +13,15 @@ processes, :mod:`crop_hf.synthesis.stages` for what happens to each sentence and
 from crop_hf.engine.language import LanguageIdFilter
 from crop_hf.synthesis.config import SynthesisConfig
 from crop_hf.synthesis.filters import SYNTHESIS_REASONS
-from crop_hf.synthesis.runner import SynthesisResult, SynthesisRunner, synthesize
+from crop_hf.synthesis.runner import SynthesisJob, SynthesisResult, synthesize
 from crop_hf.synthesis.stages import SynthesisModels
 
 __all__ = [
     "SYNTHESIS_REASONS",
     "LanguageIdFilter",
     "SynthesisConfig",
+    "SynthesisJob",
     "SynthesisModels",
     "SynthesisResult",
-    "SynthesisRunner",
     "synthesize",
 ]

@@ -29,7 +29,7 @@ from crop_hf.translation.apertium import describe_translator, is_apertium, not_a
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SynthesisResult", "SynthesisRunner", "push_to_hub", "synthesize"]
+__all__ = ["SynthesisJob", "SynthesisResult", "push_to_hub", "synthesize"]
 
 
 @dataclass
@@ -80,7 +80,7 @@ class SynthesisResult:
         return [lang for lang, stats in self.statistics.items() if not stats.get("kept", 0)]
 
 
-class SynthesisRunner(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult]):
+class SynthesisJob(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult]):
     """Synthesizes pseudo-labeled NER corpora for ``config.tgt_langs`` (see :mod:`crop_hf.synthesis`).
 
     A job on the contract of :mod:`crop_hf.engine.jobs`: one key per target language, whose raw
@@ -204,9 +204,13 @@ class SynthesisRunner(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult
         return list(LabelSet.of_model(config.id2label).names)
 
 
+#: the job's name before it was called a job (the glossary's word); kept so old imports work
+SynthesisRunner = SynthesisJob
+
+
 def synthesize(config: SynthesisConfig, models: SynthesisModels | None = None, inputs: Any = None) -> SynthesisResult:
-    """Run :class:`SynthesisRunner` once; see it for the arguments."""
-    return SynthesisRunner(config, models=models, inputs=inputs).run()
+    """Run :class:`SynthesisJob` once; see it for the arguments."""
+    return SynthesisJob(config, models=models, inputs=inputs).run()
 
 
 def push_to_hub(result: SynthesisResult, repo_id: str, *, private: bool = False, token: str | None = None) -> str:
