@@ -35,27 +35,28 @@ def each_or_none(call: Callable[[list], list], items: list) -> list:
     try:
         return list(call(items))
     except REFUSED as error:
+        if len(items) == 1:  # the refused record is known: no second call
+            logger.warning("dropping a record the pipeline refused: %s", error)
+            return [None]
         logger.warning("a batch of %d failed (%s); looking for the refused records in halves of it", len(items),
                        error)
     return _halves(call, items)
 
 
 def _halves(call: Callable[[list], list], items: list) -> list:
-    if len(items) == 1:
-        try:
-            return [call(items)[0]]
-        except REFUSED as error:
-            logger.warning("dropping a record the pipeline refused: %s", error)
-            return [None]
+    """The results of a batch of two or more records that failed together: each half is called once,
+    and a half that fails is halved again, down to the single records it drops."""
     middle = len(items) // 2
     results = []
     for half in (items[:middle], items[middle:]):
-        if len(half) > 1:
-            try:
-                results += list(call(half))
+        try:
+            results += list(call(half)) if len(half) > 1 else [call(half)[0]]
+            continue
+        except REFUSED as error:
+            if len(half) == 1:
+                logger.warning("dropping a record the pipeline refused: %s", error)
+                results.append(None)
                 continue
-            except REFUSED:
-                pass
         results += _halves(call, half)
     return results
 
