@@ -71,7 +71,8 @@ def corpus_pairs(args) -> Iterator:
     All parts are aligned together, as before (eflomal learns from every pair it is given; no part's
     translations are trained on but ``train:``'s).
     """
-    from crop_hf.translation.parallel import ParallelPair, pairs_from_files
+    from crop_hf.translation.mark_parallel import pairs_from_files
+    from crop_hf.translation.parallel import ParallelPair
 
     data = Path(args.data_dir)
 
@@ -259,11 +260,8 @@ def main(argv=None) -> int:
 
     from crop_hf.translation.arguments import parse_translation_arguments
     from crop_hf.translation.evaluate import TranslationEvaluation, format_translation_table
-    from crop_hf.translation.parallel import (
-        MarkingConfig,
-        mark_parallel,
-        read_function_words,
-    )
+    from crop_hf.translation.mark_parallel import mark_parallel
+    from crop_hf.translation.parallel import MarkingConfig, read_function_words
     from crop_hf.translation.train import train_translation
 
     work = Path(args.work_dir)
@@ -272,7 +270,7 @@ def main(argv=None) -> int:
                             both_directions=args.both_directions, seed=args.seed)
     tick = time.perf_counter()
     # Every part is aligned together: eflomal learns from every pair it is given.
-    marked = mark_parallel(corpus_pairs(args), marking, output_dir=work / "marked").dataset
+    marked = mark_parallel(corpus_pairs(args), marking, output_dir=work / "marked", overwrite_output_dir=True).dataset
     marking_seconds = time.perf_counter() - tick
     train, val = part(marked, "train"), part(marked, "dev")
     if args.eval_samples:

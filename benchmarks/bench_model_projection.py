@@ -212,12 +212,8 @@ def marked_multi30k(args, work: Path):
     marked rows are kept in ``work/marked`` and reused).
     """
     from crop_hf.labels import Span
-    from crop_hf.translation.parallel import (
-        MarkingConfig,
-        mark_parallel,
-        pairs_from_files,
-        read_function_words,
-    )
+    from crop_hf.translation.mark_parallel import mark_parallel, pairs_from_files
+    from crop_hf.translation.parallel import MarkingConfig, read_function_words
 
     data = Path(args.data_dir) / "multi30k"
     defaults = marker_mt.parse_args([])
@@ -225,7 +221,7 @@ def marked_multi30k(args, work: Path):
     marking = MarkingConfig(max_slots=defaults.max_slots, max_phrase_length=defaults.max_phrase_length, seed=args.seed)
     inputs = ", ".join(f"{path}:{path.stat().st_size}" for pair in files.values() for path in pair)
     marked = mark_parallel(chain.from_iterable(pairs_from_files(*pair, "en", "de") for pair in files.values()), marking,
-                           output_dir=work / "marked", inputs_id=inputs).dataset
+                           output_dir=work / "marked", inputs_id=inputs, overwrite_output_dir=True).dataset
     function_words = read_function_words(defaults.function_words)
     in_order = MarkingConfig(max_slots=defaults.max_slots, random_slot_numbers=False, seed=args.seed)
     splits = {}

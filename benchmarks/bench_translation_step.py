@@ -65,15 +65,17 @@ def main(argv=None) -> int:
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     from crop_hf.translation.data import EpochSampler, collate_pairs, tokenize_pairs
+    from crop_hf.translation.mark_parallel import mark_parallel, pairs_from_files
     from crop_hf.translation.marker_tokens import MarkerVocabulary, add_marker_tokens
-    from crop_hf.translation.parallel import MarkingConfig, mark_parallel, pairs_from_files
+    from crop_hf.translation.parallel import MarkingConfig
     from crop_hf.translation.train import _LabelledPositions, marker_weighted_loss
 
     torch.set_num_threads(args.threads)
     data, work = Path(args.data_dir), Path(args.work_dir)
     pairs = list(islice(pairs_from_files(data / "train.en.gz", data / "train.de.gz", "en", "de"), args.pairs))
     marked = mark_parallel(pairs, MarkingConfig(max_slots=3, max_phrase_length=2, random_slot_numbers=False,
-                                                seed=args.seed), output_dir=work / "marked").dataset
+                                                seed=args.seed), output_dir=work / "marked",
+                           overwrite_output_dir=True).dataset
     model_args = argparse.Namespace(vocab_size=args.vocab_size, d_model=args.d_model, layers=args.layers,
                                     seed=args.seed, dropout=0.1)
     path = build_model(work / "model", list(marked["source_text"]) + list(marked["target_text"]), model_args)

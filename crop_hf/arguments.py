@@ -29,67 +29,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CONFIG_SUFFIXES", "RENAMED_FROM", "RESULT", "UNLESS_DEFAULT", "HelpFormatter", "OptionMetadata",
-           "build_parser", "changes_results", "config_to_argv", "parse_config", "plain_text", "read_config_file",
-           "renamed_from", "renamed_options"]
-
-#: The field-metadata mark of an option that changes a job's results (``True`` or :data:`UNLESS_DEFAULT`).
-RESULT = "result"
-#: The mark of an option added after runs were written: it changes results only where it differs from its default.
-UNLESS_DEFAULT = "unless_default"
-#: The field-metadata mark of a renamed option: its old spelling (still read, with a deprecation message).
-RENAMED_FROM = "renamed_from"
-
-
-class OptionMetadata(dict):
-    """Field metadata with crop-hf's own marks (:data:`RESULT`) that ``HfArgumentParser`` never passes on.
-
-    ``HfArgumentParser`` hands every metadata key to ``ArgumentParser.add_argument``, which refuses
-    keys it does not know. The marks are therefore left out of iteration (what ``dict(metadata)``
-    copies) and found by lookup (``metadata.get("result")``), so a config class still works with
-    a plain ``HfArgumentParser``.
-
-    >>> metadata = changes_results({"help": "Beam size."})
-    >>> dict(metadata), metadata.get(RESULT)
-    ({'help': 'Beam size.'}, True)
-    """
-
-    MARKS = frozenset({RESULT, RENAMED_FROM})
-
-    def keys(self):
-        return [key for key in dict.__iter__(self) if key not in self.MARKS]
-
-    def __iter__(self):
-        return iter(self.keys())
-
-    def __len__(self) -> int:
-        return len(self.keys())
-
-
-def changes_results(metadata: Mapping[str, Any], *, unless_default: bool = False) -> OptionMetadata:
-    """``metadata`` (``{"help": ...}``) marked as an option that changes a job's results (its fingerprint).
-
-    ``unless_default``: the option was added after runs were written; at its default it is left
-    out of the fingerprint, so those runs keep their name (:func:`crop_hf.engine.jobs.result_arguments`).
-    """
-    return OptionMetadata({**dict(metadata.items()), RESULT: UNLESS_DEFAULT if unless_default else True})
-
-
-def renamed_from(old: str, metadata: Mapping[str, Any]) -> OptionMetadata:
-    """``metadata`` of an option renamed from ``old``: :func:`parse_config` still reads ``--old`` (and ``old:``
-    in a config file) with a deprecation line (:func:`say_deprecated`), and a job's fingerprint keeps the old name, so runs
-    written before the rename resume (:func:`crop_hf.engine.jobs.result_arguments`).
-
-    >>> dict(renamed_from("source_lang", changes_results({"help": "Source language."})))
-    {'help': 'Source language.'}
-    """
-    return OptionMetadata({**dict(metadata.items()), RENAMED_FROM: old})
-
+__all__ = ["CONFIG_SUFFIXES", "HelpFormatter", "build_parser", "config_to_argv", "parse_config", "plain_text",
+           "read_config_file", "renamed_options", "say_deprecated"]
 
 def renamed_options(classes: Sequence[type]) -> dict[str, str]:
-    """``{old spelling: field name}`` of the renamed options of ``classes``."""
-    return {item.metadata[RENAMED_FROM]: item.name for cls in classes for item in dataclasses.fields(cls)
-            if item.metadata.get(RENAMED_FROM)}
+    """``{old spelling: field name}`` of the renamed options of ``classes``: each class's ``renamed`` mapping.
+
+    A renamed option still reads, in a file or on the command line, with one deprecation line
+    (:func:`say_deprecated`); a corpus job's fingerprint keeps its old name
+    (:class:`~crop_hf.engine.options.RunOptions`), so runs written before the rename resume.
+    """
+    return {old: new for cls in classes for old, new in getattr(cls, "renamed", {}).items()}
 
 
 #: The logger of deprecated spellings: one line in the user's words, no module path or source line.
@@ -137,8 +87,8 @@ _MARKUP = (
 def plain_text(text: str) -> str:
     """A docstring or help text with its reST markup taken out, as ``--help`` shows it.
 
-    >>> plain_text("Run ``crop-hf demo``: **no download**. See :func:`~crop_hf.engine.shards.run_sharded`.\\n\\nExamples::")
-    'Run crop-hf demo: no download. See run_sharded.\\n\\nExamples:'
+    >>> plain_text("Run ``crop-hf demo``: **no download**. See :func:`~crop_hf.engine.jobs.run_job`.\\n\\nExamples::")
+    'Run crop-hf demo: no download. See run_job.\\n\\nExamples:'
     >>> plain_text("files '*.txt' and 2 * 3")
     "files '*.txt' and 2 * 3"
     """

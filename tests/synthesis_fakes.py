@@ -17,10 +17,16 @@ Run as a script it synthesizes with these fakes (for the SIGKILL and torchrun te
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import ClassVar
 
+from crop_hf.engine.jobs import CorpusJob, ShardResult
+from crop_hf.engine.options import RunOptions
 from crop_hf.labels import CONLL_LABELS
 from crop_hf.markers import extract, get_marker_style, mark_text
 from crop_hf.synthesis import SynthesisConfig, SynthesisModels, synthesize
@@ -199,17 +205,76 @@ class FakeState:
         pass
 
 
-def record_run_sharded(monkeypatch, module) -> list[dict]:
-    """Spy on ``module.run_sharded``: every call still runs, and its bar options are appended to the list returned."""
+def record_bars(monkeypatch) -> list[dict]:
+    """Spy on the progress bars the driver opens (one per key): each one's options are appended to the list returned."""
+    import tqdm.auto
+
     seen: list[dict] = []
-    real = module.run_sharded
-
-    def recording(*args, **kwargs):
-        seen.append({k: kwargs[k] for k in ("show_progress", "description", "unit")})
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(module, "run_sharded", recording)
+    real = tqdm.auto.tqdm
+    monkeypatch.setattr(tqdm.auto, "tqdm", lambda **options: seen.append(options) or real(**options))
     return seen
+
+
+def as_rows(result: ShardResult) -> tuple[list[dict], list[dict], Counter]:
+    """A step's :class:`ShardResult` as a shard file holds it: ``(kept rows, dropped rows, counts per reason)``."""
+    return ([dataclasses.asdict(row) for row in result.kept], [dataclasses.asdict(row) for row in result.dropped],
+            result.reasons())
+
+
+@dataclass
+class ListConfig(RunOptions):
+    run_only = ("keys",)
+
+    keys: list[str] = field(default_factory=lambda: ["xx"], metadata={"help": "the run's keys"})
+    show_progress: bool = field(default=False, kw_only=True, metadata={"help": "bars"})
+
+
+@dataclass
+class TextRow:
+    text: str = field(metadata={"help": "an item"})
+
+
+@dataclass
+class OddRow:
+    text: str = field(metadata={"help": "an item"})
+    reason: str = field(default="odd", metadata={"help": "why"})
+
+
+class ListJob(CorpusJob[TextRow, OddRow]):
+    """A toy corpus job: each key's shards are given as ``(index, items)`` lists; ``process(key, index, items)``
+    (default :func:`keep_even`) is the step; every step is recorded in ``processed``."""
+
+    name = "list"
+    reasons: ClassVar[dict[str, str]] = {"odd": "an odd number"}
+    kept_type, dropped_type = TextRow, OddRow
+    keys_field = "keys"
+
+    def __init__(self, config: ListConfig, shards: dict, process=None) -> None:
+        super().__init__(config)
+        self.given, self.step = shards, process or (lambda key, index, items: keep_even(items))
+        self.processed: list[tuple[str, int]] = []
+
+    def shards(self, key):
+        return self.given[key]
+
+    def process(self, key, index, items, status):
+        self.processed.append((key, index))
+        return self.step(key, index, items)
+
+    def card(self, statistics, *, command_line):
+        return "# list\n"
+
+
+def numbered(count: int, size: int) -> list[tuple[int, list[str]]]:
+    """``count`` items ``s0, s1, ...`` in shards of ``size``."""
+    items = [f"s{i}" for i in range(count)]
+    return [(k, items[k * size:(k + 1) * size]) for k in range((count + size - 1) // size)]
+
+
+def keep_even(items) -> ShardResult:
+    """Keeps the even-numbered items (``s0``, ``s2``, ...) and drops the odd ones as ``odd``."""
+    return ShardResult([TextRow(item) for item in items if int(item[1:]) % 2 == 0],
+                       [OddRow(item) for item in items if int(item[1:]) % 2])
 
 
 def fake_models(delay: float = 0.0) -> SynthesisModels:

@@ -426,7 +426,7 @@ def test_translate_align_with_apertium(apertium, tmp_path):
     config = TranslateAlignConfig(input=str(parses), output_dir=str(tmp_path / "out"), tgt_lang="es",
                                   mt_model="apertium", method="hybrid", language_filter=False, show_progress=False)
     result = translate_align(config)
-    assert result.statistics["input"] == 12
+    assert result.statistics["train"]["input"] == 12
     import datasets
 
     kept = datasets.load_from_disk(str(result.output_dir / "dataset"))

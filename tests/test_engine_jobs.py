@@ -1,4 +1,5 @@
-"""The job contract (crop_hf.engine.jobs): a toy job runs, resumes, merges, and keeps its declared reasons."""
+"""The job contract (crop_hf.engine.jobs, crop_hf.engine.options): a toy job runs, resumes, merges, keeps its
+declared reasons, and its config's fingerprint follows the one rule of RunOptions."""
 
 from __future__ import annotations
 
@@ -13,19 +14,23 @@ import datasets
 import pytest
 from transformers import HfArgumentParser
 
-from crop_hf.arguments import build_parser, changes_results, parse_config, renamed_from
-from crop_hf.engine.jobs import CorpusJob, ShardResult, _step, result_arguments, result_fields, run_job
+from crop_hf.arguments import build_parser, parse_config
+from crop_hf.engine.jobs import CorpusJob, JobResult, ShardResult, _step, run_job
+from crop_hf.engine.options import RunOptions
 from crop_hf.engine.shards import shards_of
 
 
 @dataclass
-class CountConfig:
-    output_dir: str = field(metadata={"help": "where"})
-    numbers: int = field(default=7, metadata=changes_results({"help": "how many numbers"}))
-    shard_size: int = field(default=3, metadata=changes_results({"help": "numbers per shard"}))
-    divisor: int = field(default=2, metadata=changes_results({"help": "kept when divisible"}, unless_default=True))
-    show_progress: bool = field(default=False, metadata={"help": "bars"})
-    overwrite_output_dir: bool = field(default=False, metadata={"help": "replace"})
+class CountConfig(RunOptions):
+    run_only = ("keys", "batch")
+    added_later = ("divisor",)
+
+    numbers: int = field(default=7, metadata={"help": "how many numbers"})
+    divisor: int = field(default=2, metadata={"help": "kept when divisible"})
+    keys: list[str] = field(default_factory=lambda: ["a", "b"], metadata={"help": "the run's keys"})
+    batch: int = field(default=4, metadata={"help": "numbers per call (changes nothing)"})
+    shard_size: int = field(default=3, kw_only=True, metadata={"help": "numbers per shard"})
+    show_progress: bool = field(default=False, kw_only=True, metadata={"help": "bars"})
 
 
 @dataclass
@@ -39,12 +44,13 @@ class Dropped:
     reason: str = field(metadata={"help": "why"})
 
 
-class CountJob(CorpusJob[Kept, Dropped, dict]):
+class CountJob(CorpusJob[Kept, Dropped]):
     """Keeps the numbers ``divisor`` divides; drops the others as ``indivisible`` and 13 as ``unlucky``."""
 
     name = "count"
     reasons: ClassVar[dict[str, str]] = {"unlucky": "13", "indivisible": "not a multiple"}
     kept_type, dropped_type = Kept, Dropped
+    keys_field = "keys"
     extra_counts = ("sum",)
 
     def __init__(self, config, inputs=None, *, bad=None):
@@ -52,8 +58,8 @@ class CountJob(CorpusJob[Kept, Dropped, dict]):
         self.bad = bad  # what a broken step returns instead
         self.processed: list[int] = []
 
-    def shard_keys(self):
-        return ["a", "b"]
+    def before_run(self):
+        self.processed.append("before_run")
 
     def shards(self, key):
         offset = 0 if key == "a" else 10
@@ -71,77 +77,86 @@ class CountJob(CorpusJob[Kept, Dropped, dict]):
     def card(self, statistics, *, command_line):
         return f"# count\n\n{json.dumps(statistics, sort_keys=True)}\n"
 
-    def result(self, statistics, skipped):
-        return {"statistics": statistics, "skipped": skipped}
+    def shards_processed(self):
+        return [shard for shard in self.processed if shard != "before_run"]
 
 
 def test_a_job_merges_its_shards_into_splits_statistics_and_a_card(tmp_path):
-    job = CountJob(CountConfig(str(tmp_path)))
+    job = CountJob(CountConfig(output_dir=str(tmp_path)))
     result = run_job(job)
-    assert result["statistics"]["a"] == {"input": 7, "kept": 4, "unlucky": 0, "indivisible": 3, "sum": 21}
-    assert result["statistics"]["b"] == {"input": 7, "kept": 4, "unlucky": 1, "indivisible": 2, "sum": 91}
+    assert isinstance(result, JobResult) and result.output_dir == tmp_path
+    assert result.statistics["a"] == {"input": 7, "kept": 4, "unlucky": 0, "indivisible": 3, "sum": 21}
+    assert result.statistics["b"] == {"input": 7, "kept": 4, "unlucky": 1, "indivisible": 2, "sum": 91}
     kept = datasets.load_from_disk(str(tmp_path / "dataset"))
     assert kept["a"]["number"] == [0, 2, 4, 6] and kept["b"]["number"] == [10, 12, 14, 16]
     dropped = datasets.load_from_disk(str(tmp_path / "discarded"))["b"]
     assert list(zip(dropped["number"], dropped["reason"], strict=True)) == [
         (11, "indivisible"), (13, "unlucky"), (15, "indivisible")]
-    assert json.loads((tmp_path / "statistics.json").read_text()) == result["statistics"]
+    assert json.loads((tmp_path / "statistics.json").read_text()) == result.statistics
     assert (tmp_path / "README.md").read_text().startswith("# count")
-    assert result["skipped"] == {"a": 0, "b": 0}
+    assert result.skipped_shards == {"a": 0, "b": 0} and result.dataset["b"]["number"] == [10, 12, 14, 16]
+    assert result.table().splitlines()[-1].split() == ["total", "14", "8", "1", "5", "112"]
 
 
 def test_a_rerun_skips_finished_shards_and_other_settings_are_refused(tmp_path):
     from crop_hf.errors import OutputExistsError
 
-    first = CountJob(CountConfig(str(tmp_path)))
+    first = CountJob(CountConfig(output_dir=str(tmp_path)))
     run_job(first)
-    assert len(first.processed) == 6  # 3 shards of each key
+    assert len(first.shards_processed()) == 6  # 3 shards of each key
     (first.store.root / "b" / "00002.json").unlink()  # as if killed before the last shard of b was done
-    again = CountJob(CountConfig(str(tmp_path)))
+    again = CountJob(CountConfig(output_dir=str(tmp_path)))
     result = run_job(again)
-    assert again.processed == [("b", 2)] and result["skipped"] == {"a": 3, "b": 2}
-    assert result["statistics"] == json.loads((tmp_path / "statistics.json").read_text())
+    assert again.shards_processed() == [("b", 2)] and result.skipped_shards == {"a": 3, "b": 2}
+    assert result.statistics == json.loads((tmp_path / "statistics.json").read_text())
+    assert "resumed: skipped 5 shard(s) an earlier run had finished (a 3, b 2)" in result.report()
+    refused = CountJob(CountConfig(output_dir=str(tmp_path), numbers=8))
     with pytest.raises(OutputExistsError, match="--numbers: 7 there, 8 here"):
-        run_job(CountJob(CountConfig(str(tmp_path), numbers=8)))
-    other = CountJob(CountConfig(str(tmp_path), numbers=8, overwrite_output_dir=True))
-    assert run_job(other)["statistics"]["a"]["input"] == 8 and len(other.processed) == 6
+        run_job(refused)
+    assert refused.processed == []  # refused before any hook of the job ran
+    with pytest.raises(OutputExistsError, match=r"--keys: \["):
+        run_job(CountJob(CountConfig(output_dir=str(tmp_path), keys=["a"])))
+    other = CountJob(CountConfig(output_dir=str(tmp_path), numbers=8, overwrite_output_dir=True))
+    assert run_job(other).statistics["a"]["input"] == 8 and len(other.shards_processed()) == 6
 
 
 def test_a_dropped_record_needs_a_declared_reason_and_records_their_declared_types(tmp_path):
     with pytest.raises(ValueError, match=r"undeclared reason\(s\) \['odd'\]"):
-        run_job(CountJob(CountConfig(str(tmp_path / "1")), bad=ShardResult([], [Dropped(1, "odd")])))
+        run_job(CountJob(CountConfig(output_dir=str(tmp_path / "1")), bad=ShardResult([], [Dropped(1, "odd")])))
     with pytest.raises(TypeError, match="kept record must be a Kept, got dict"):
-        run_job(CountJob(CountConfig(str(tmp_path / "2")), bad=ShardResult([{"number": 1}], [])))
+        run_job(CountJob(CountConfig(output_dir=str(tmp_path / "2")), bad=ShardResult([{"number": 1}], [])))
     with pytest.raises(ValueError, match=r"counts \['total'\] are not among its extra_counts"):
-        run_job(CountJob(CountConfig(str(tmp_path / "3")), bad=ShardResult([], [], {"total": 1})))
+        run_job(CountJob(CountConfig(output_dir=str(tmp_path / "3")), bad=ShardResult([], [], {"total": 1})))
     assert not (tmp_path / "1" / "shards").exists()  # nothing was written for the refused shard
 
 
-def test_result_fields_are_read_from_metadata_and_a_late_field_counts_only_off_its_default(tmp_path):
-    config = CountConfig(str(tmp_path))
-    assert result_fields(CountConfig) == ("numbers", "shard_size", "divisor")
-    assert result_arguments(config) == {"numbers": 7, "shard_size": 3}
-    assert result_arguments(dataclasses.replace(config, divisor=3)) == {"numbers": 7, "shard_size": 3, "divisor": 3}
-    # output_dir, show_progress and overwrite_output_dir are not results: same fingerprint
-    assert CountJob(config).store.fingerprint == CountJob(
-        dataclasses.replace(config, output_dir=str(tmp_path), show_progress=True)).store.fingerprint
+def test_every_field_but_the_run_options_and_run_only_makes_the_fingerprint_and_a_late_one_only_off_its_default(
+        tmp_path):
+    config = CountConfig(output_dir=str(tmp_path))
+    assert config.result_arguments() == {"numbers": 7, "shard_size": 3}
+    assert dataclasses.replace(config, divisor=3).result_arguments() == {"numbers": 7, "shard_size": 3, "divisor": 3}
+    # output_dir, show_progress, overwrite_output_dir and the run-only batch are not results: same fingerprint
+    assert CountJob(config).store.fingerprint == CountJob(dataclasses.replace(
+        config, output_dir=str(tmp_path / "x"), show_progress=True, overwrite_output_dir=True, batch=9)).store.fingerprint
     assert CountJob(config).store.fingerprint != CountJob(dataclasses.replace(config, divisor=3)).store.fingerprint
+    assert CountJob(config).store.fingerprint != CountJob(dataclasses.replace(config, shard_size=4)).store.fingerprint
 
 
-@pytest.mark.parametrize("make_parser", [lambda: HfArgumentParser([CountConfig]), lambda: build_parser([CountConfig])],
-                         ids=["HfArgumentParser", "build_parser"])
-def test_the_result_mark_stays_out_of_argparse(make_parser):
-    (config,) = make_parser().parse_args_into_dataclasses(["--output_dir", "out", "--divisor", "5"])
-    assert (config.output_dir, config.divisor) == ("out", 5)
-    marks = {f.name: f.metadata.get("result") for f in dataclasses.fields(CountConfig)}
-    assert marks["numbers"] is True and marks["divisor"] == "unless_default" and marks["output_dir"] is None
+def test_a_config_reads_with_a_plain_hfargumentparser_and_with_build_parser():
+    for parser in (HfArgumentParser([CountConfig]), build_parser([CountConfig])):
+        (config,) = parser.parse_args_into_dataclasses(["--output_dir", "out", "--divisor", "5"])
+        assert (config.output_dir, config.divisor, config.shard_size) == ("out", 5, 3)
+    with pytest.raises(ValueError, match="shard_size must be at least 1, got 0"):
+        CountConfig(output_dir="out", shard_size=0)
 
 
 @dataclass
-class RenamedConfig:
-    output_dir: str = field(metadata={"help": "where"})
-    tgt_lang: str = field(default="de", metadata=renamed_from("target_lang", changes_results({"help": "language"})))
-    max_examples: int | None = field(default=None, metadata=renamed_from("max_sentences", {"help": "at most"}))
+class RenamedConfig(RunOptions):
+    renamed: ClassVar[dict[str, str]] = {"target_lang": "tgt_lang", "max_sentences": "max_examples"}
+    run_only = ("max_examples",)
+
+    tgt_lang: str = field(default="de", metadata={"help": "language"})
+    max_examples: int | None = field(default=None, metadata={"help": "at most"})
 
 
 def test_a_renamed_option_keeps_its_old_name_in_the_fingerprint_and_its_old_spelling_on_the_command_line(
@@ -151,7 +166,9 @@ def test_a_renamed_option_keeps_its_old_name_in_the_fingerprint_and_its_old_spel
         caplog.clear()
         return lines
 
-    assert result_arguments(RenamedConfig("out", tgt_lang="es")) == {"target_lang": "es"}
+    assert RenamedConfig(output_dir="out", tgt_lang="es").result_arguments() == {"target_lang": "es", "shard_size": 1000}
+    job = CountJob(RenamedConfig(output_dir="out"))
+    assert job.option_spellings()["target_lang"] == "--tgt_lang"  # refusals name the option as --help spells it
     caplog.set_level(logging.WARNING, logger="crop-hf")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a logged line, not a Python warning with a module path and source line
@@ -193,7 +210,7 @@ def test_an_empty_shard_keeps_its_columns_and_merges_with_the_others(tmp_path):
 
 
 def test_a_wrongly_typed_dropped_record_is_named_as_dropped_with_the_job():
-    job = CountJob(CountConfig("unused"), bad=ShardResult([], [{"number": 1, "reason": "odd"}]))
+    job = CountJob(CountConfig(output_dir="unused"), bad=ShardResult([], [{"number": 1, "reason": "odd"}]))
     with pytest.raises(TypeError, match=r"^count: a dropped record must be a Dropped, got dict$"):
         _step(job, "a", 0, [1], None)
 
@@ -202,41 +219,59 @@ def test_a_dropped_record_without_a_reason_counts_under_none():
     assert ShardResult([], [Kept(1), Dropped(2, "odd")]).reasons() == {None: 1, "odd": 1}
 
 
-def test_the_merged_statistics_reach_the_outputs_and_after_merge(tmp_path):
-    seen = {}
+def test_the_merge_writes_outputs_then_statistics_and_card_then_calls_after_merge(tmp_path):
+    seen = []
 
     class Watched(CountJob):
-        per_key = " of each key"
+        def write_outputs(self):
+            seen.append(("outputs", (self.output_dir / "statistics.json").exists()))
+            super().write_outputs()
 
-        def write_outputs(self, statistics):
-            seen["outputs"] = dict(statistics)
-            super().write_outputs(statistics)
+        def after_merge(self):
+            seen.append(("after", (self.output_dir / "README.md").exists()))
 
-        def after_merge(self, statistics):
-            seen["after"] = dict(statistics)
+        def notes(self):
+            return ["a note"]
 
-    result = run_job(Watched(CountConfig(str(tmp_path))))
-    assert seen["outputs"] == seen["after"] == result["statistics"]
-    assert seen["after"]["a"]["kept"] == 4
+    result = run_job(Watched(CountConfig(output_dir=str(tmp_path))))
+    assert seen == [("outputs", False), ("after", True)]
+    assert "\na note\n" in result.report() and f"card: {tmp_path / 'README.md'}" in result.report()
 
 
-def test_the_driver_hands_the_jobs_per_key_wording_to_the_shard_runner(tmp_path, monkeypatch):
-    import crop_hf.engine.jobs as jobs
+def test_each_process_takes_shard_k_mod_n_and_only_the_main_one_merges(tmp_path, monkeypatch):
+    from synthesis_fakes import FakeState
 
-    calls = []
-    monkeypatch.setattr(jobs, "run_sharded", lambda *args, **kwargs: calls.append(kwargs) or
-                        type("Run", (), {"merged": {}, "skipped": {}})())
-    job = CountJob(CountConfig(str(tmp_path)))
-    job.per_key = " of each key"
-    run_job(job)
-    assert calls[0]["per_key"] == " of each key" and calls[0]["description"] == "count"
+    from crop_hf.engine import processes
+
+    jobs, results = [], []
+    for index in (1, 0):  # the other process first: it leaves its shards for the main one's merge
+        monkeypatch.setattr(processes, "process_state", lambda index=index: FakeState(index, 2))
+        jobs.append(CountJob(CountConfig(output_dir=str(tmp_path))))
+        results.append(run_job(jobs[-1]))
+    other, result = results
+    assert other.statistics == {} and other.skipped_shards == {"a": 0, "b": 0}  # it does not merge
+    assert jobs[0].shards_processed() == [("a", 1), ("b", 1)]
+    assert jobs[1].shards_processed() == [("a", 0), ("a", 2), ("b", 0), ("b", 2)]
+    assert result.statistics["a"]["kept"] == 4 and json.loads((tmp_path / "statistics.json").read_text())["b"]["sum"] == 91
+
+
+def test_a_job_whose_inputs_cannot_be_recognised_starts_afresh(tmp_path):
+    run_job(CountJob(CountConfig(output_dir=str(tmp_path))))
+    fresh = CountJob(CountConfig(output_dir=str(tmp_path)))
+    fresh.resumable = False
+    assert run_job(fresh).skipped_shards == {"a": 0, "b": 0} and len(fresh.shards_processed()) == 6
+
+
+def test_an_empty_split_is_named_in_the_report(tmp_path):
+    result = run_job(CountJob(CountConfig(output_dir=str(tmp_path), divisor=100, numbers=1, keys=["b"])))
+    assert result.empty() == ["b"] and f"nothing kept for b: see {tmp_path / 'discarded'}" in result.report()
 
 
 def test_push_output_uploads_the_kept_splits_with_the_card_public_unless_asked(tmp_path, monkeypatch):
     from crop_hf import hub
     from crop_hf.engine.jobs import push_output
 
-    run_job(CountJob(CountConfig(str(tmp_path))))
+    run_job(CountJob(CountConfig(output_dir=str(tmp_path))))
     calls = []
     monkeypatch.setattr(hub, "push_dataset", lambda dataset, repo_id, card, **kwargs: calls.append(
         (dataset, repo_id, card, kwargs)) or f"https://hub/{repo_id}")

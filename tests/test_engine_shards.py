@@ -17,10 +17,19 @@ from pathlib import Path
 import datasets
 import pyarrow.parquet as pq
 import pytest
-from synthesis_fakes import FakeState, fake_config, fake_models
+from synthesis_fakes import (
+    FakeState,
+    ListConfig,
+    ListJob,
+    TextRow,
+    fake_config,
+    fake_models,
+    numbered,
+)
 
 from crop_hf.augment.translate_align import TranslateAlignConfig, TranslateAlignModels, translate_align
-from crop_hf.engine import shards
+from crop_hf.engine import processes, shards
+from crop_hf.engine.jobs import ShardResult, run_job
 from crop_hf.engine.shards import (
     RESULT_RECORD,
     ShardStore,
@@ -28,7 +37,6 @@ from crop_hf.engine.shards import (
     merge_shards,
     row_descriptions,
     row_features,
-    run_shards,
     save_dataset_dict,
     shard_statistics,
 )
@@ -124,9 +132,10 @@ def test_a_shard_redone_now_is_the_shard_the_earlier_code_wrote(old_run):
 def test_a_translate_align_run_written_before_resumes_with_every_shard_skipped(old_run):
     expected = EXPECTED["translate_align"]
     result = translate_align(translate_align_config(), TranslateAlignModels(Refuses(), aligner=None))
-    assert result.skipped_shards == 3
-    assert result.statistics == expected["statistics"]
+    assert result.skipped_shards == {"train": 3}
+    assert result.statistics == {"train": expected["statistics"]}
     out = old_run / "translate_align"
+    assert json.loads((out / "statistics.json").read_text()) == expected["statistics"]  # flat, as ever
     assert sorted(p.name for p in (out / "shards").iterdir()) == [TRANSLATE_ALIGN_FINGERPRINT, RESULT_RECORD]
     assert loaded(out / "dataset") == expected["dataset"]
     assert loaded(out / "discarded") == expected["discarded"]
@@ -134,78 +143,50 @@ def test_a_translate_align_run_written_before_resumes_with_every_shard_skipped(o
     assert features(out / "discarded") == ordered(expected["discarded_features"])
 
 
-def numbered(count: int, size: int):
-    items = [f"s{i}" for i in range(count)]
-    return [(k, items[k * size:(k + 1) * size]) for k in range((count + size - 1) // size)]
+def run_as(monkeypatch, index: int, count: int, job: ListJob):
+    """Run ``job`` as process ``index`` of ``count``."""
+    monkeypatch.setattr(processes, "process_state", lambda: FakeState(index, count))
+    return run_job(job)
 
 
-def keep_even(index, items):
-    kept = [{"text": item} for item in items if int(item[1:]) % 2 == 0]
-    discarded = [{"text": item, "reason": "odd"} for item in items if int(item[1:]) % 2]
-    return kept, discarded, {"odd": len(discarded)}
-
-
-def test_run_shards_gives_shard_k_to_process_k_mod_n_and_writes_each_whole(tmp_path):
-    store = ShardStore(tmp_path, {"run": 1})
-    store.prepare()
-    seen = {}
-    for index in (0, 1, 2):
-        def process(k, items, status, index=index):
-            seen.setdefault(index, []).append(k)
-            return keep_even(k, items)
-
-        assert run_shards(store, "xx", numbered(14, 2), process, FakeState(index, 3)) == ((2, 0) if index else (3, 0))
-    assert seen == {0: [0, 3, 6], 1: [1, 4], 2: [2, 5]}
+def test_shard_k_goes_to_process_k_mod_n_and_each_is_written_whole(tmp_path, monkeypatch):
+    jobs = {}
+    for index in (1, 2, 0):  # the main process last: it merges what all wrote
+        jobs[index] = ListJob(ListConfig(output_dir=str(tmp_path)), {"xx": numbered(14, 2)})
+        result = run_as(monkeypatch, index, 3, jobs[index])
+        assert result.skipped_shards == {"xx": 0}
+    assert {index: [k for _, k in job.processed] for index, job in jobs.items()} == {0: [0, 3, 6], 1: [1, 4], 2: [2, 5]}
+    store = jobs[0].store
     assert [index for index, _, _ in store.finished("xx")] == list(range(7))
     _, path, stats = next(store.finished("xx"))
     assert stats == {"input": 2, "kept": 1, "odd": 1, "process_index": 0}
     assert pq.read_table(path).to_pylist() == [{"kept": True, "row": '{"text": "s0"}'},
                                                {"kept": False, "row": '{"text": "s1", "reason": "odd"}'}]
     assert json.loads((store.root / "xx" / "00004.json").read_text())["process_index"] == 1
-    assert json.loads((store.root / "run.json").read_text()) == {"run": 1}
+    assert json.loads((store.root / "run.json").read_text()) == {"inputs": None, "shard_size": 1000}
+    assert result.statistics == {"xx": {"input": 14, "kept": 7, "odd": 7}}
+    assert datasets.load_from_disk(str(tmp_path / "dataset"))["xx"]["text"] == [f"s{i}" for i in range(0, 14, 2)]
 
-    def never(k, items, status):
+    def never(key, k, items):
         raise AssertionError(f"shard {k} was finished")
 
-    assert run_shards(store, "xx", numbered(14, 2), never, FakeState(1, 3)) == (2, 2)
+    again = ListJob(ListConfig(output_dir=str(tmp_path)), {"xx": numbered(14, 2)}, never)
+    assert run_as(monkeypatch, 1, 3, again).skipped_shards == {"xx": 2} and again.processed == []
     finished = list(store.finished("xx"))
     assert shard_statistics(finished, ["input", "kept", "odd", "absent"]) == {"input": 14, "kept": 7, "odd": 7,
                                                                               "absent": 0}
-    kept = merge_shards(finished, True, datasets.Features({"text": datasets.Value("string")}))
-    assert kept["text"] == [f"s{i}" for i in range(0, 14, 2)]  # shard order, not process order
     discarded = merge_shards(finished, False, datasets.Features({"text": datasets.Value("string"),
                                                                  "reason": datasets.Value("string")}))
-    assert discarded["text"] == [f"s{i}" for i in range(1, 14, 2)]
+    assert discarded["text"] == [f"s{i}" for i in range(1, 14, 2)]  # shard order, not process order
 
 
-def test_run_sharded_prepares_runs_every_key_and_only_the_main_process_merges(tmp_path, monkeypatch):
-    store = ShardStore(tmp_path, {"run": 2})
-    statuses = []
-
-    def process(key, index, items, status):
-        status("tagging")
-        statuses.append((key, index))
-        return keep_even(index, items)
-
-    merged = []
-    for index in (1, 0):  # the second process first: the main one merges what both wrote
-        monkeypatch.setattr(shards, "process_state", lambda index=index: FakeState(index, 2))
-        run = shards.run_sharded(store, ["aa", "bb"], lambda key: numbered(5, 2), process,
-                                 lambda: merged.append(sorted(i for i, _, _ in store.finished("bb"))) or "done",
-                                 show_progress=False)
-        assert run.merged == ("done" if index == 0 else None)
-        assert run.shards == ({"aa": 1, "bb": 1} if index else {"aa": 2, "bb": 2})
-    assert merged == [[0, 1, 2]]
-    assert statuses == [("aa", 1), ("bb", 1), ("aa", 0), ("aa", 2), ("bb", 0), ("bb", 2)]
-    again = shards.run_sharded(store, ["aa", "bb"], lambda key: numbered(5, 2), process, lambda: None,
-                               show_progress=False)
-    assert again.skipped == {"aa": 2, "bb": 2} and len(statuses) == 6
-    # fewer keys would merge a result without "bb": refused unless asked for
-    with pytest.raises(OutputExistsError, match=r'\["aa", "bb"\] there, \["aa"\] here'):
-        shards.run_sharded(store, ["aa"], lambda key: numbered(5, 2), process, lambda: None, show_progress=False)
-    alone = shards.run_sharded(store, ["aa"], lambda key: numbered(5, 2), process, lambda: None,
-                               show_progress=False, overwrite=True)
-    assert alone.skipped == {"aa": 2} and len(statuses) == 6
+def test_fewer_keys_are_refused_unless_asked_and_then_resume(tmp_path, monkeypatch):
+    shards_of_keys = {"aa": numbered(5, 2), "bb": numbered(5, 2)}
+    run_as(monkeypatch, 0, 1, ListJob(ListConfig(output_dir=str(tmp_path), keys=["aa", "bb"]), shards_of_keys))
+    with pytest.raises(OutputExistsError, match=r'--keys: \["aa", "bb"\] there, \["aa"\] here'):
+        run_as(monkeypatch, 0, 1, ListJob(ListConfig(output_dir=str(tmp_path), keys=["aa"]), shards_of_keys))
+    alone = ListJob(ListConfig(output_dir=str(tmp_path), keys=["aa"], overwrite_output_dir=True), shards_of_keys)
+    assert run_as(monkeypatch, 0, 1, alone).skipped_shards == {"aa": 3} and alone.processed == []
 
 
 def test_save_dataset_dict_keeps_an_empty_split_loadable_and_replaces_the_old_folder(tmp_path):
@@ -352,7 +333,7 @@ def test_a_folder_from_before_result_json_is_judged_by_its_newest_run(tmp_path):
     ({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}, "several"),
 ])
 def test_a_process_alone_is_warned_only_when_launched_for_several(environ, meant):
-    level, line = shards.describe_processes(FakeState(0, 1), "synthesize", environ=environ)
+    level, line = processes.describe_processes(FakeState(0, 1), "synthesize", environ=environ)
     if meant is None:
         assert (level, line) == (logging.INFO, "synthesize: 1 process, taking every shard")
     else:
@@ -362,11 +343,11 @@ def test_a_process_alone_is_warned_only_when_launched_for_several(environ, meant
             "`ACCELERATE_USE_CPU=1 torchrun --standalone --nproc_per_node N -m crop_hf.cli ...`, for N GPUs "
             "`accelerate launch --multi_gpu --num_processes N -m crop_hf.cli ...`"))
     # as many processes as launched for: the shard line, no warning
-    assert shards.describe_processes(FakeState(0, 2), "synthesize", environ=environ)[0] == logging.INFO
+    assert processes.describe_processes(FakeState(0, 2), "synthesize", environ=environ)[0] == logging.INFO
 
 
 def test_many_processes_are_described_by_the_first_four():
-    _, line = shards.describe_processes(FakeState(0, 6), "translate-align", environ={})
+    _, line = processes.describe_processes(FakeState(0, 6), "translate-align", environ={})
     assert line == ("translate-align: 6 processes; shard k goes to process k mod 6 (process 0: shards 0, 6, 12, ...; "
                     "process 1: shards 1, 7, 13, ...; process 2: shards 2, 8, 14, ...; process 3: shards 3, 9, 15, ...; "
                     "... process 5)")
@@ -382,7 +363,7 @@ def test_process_state_runs_on_the_cpu_when_accelerate_use_cpu_says_so(monkeypat
         monkeypatch.delenv("ACCELERATE_USE_CPU", raising=False)
     else:
         monkeypatch.setenv("ACCELERATE_USE_CPU", flag)
-    assert shards.process_state() == "state" and made == [{"cpu": cpu}]
+    assert processes.process_state() == "state" and made == [{"cpu": cpu}]
 
 
 def test_in_memory_inputs_are_described_by_their_datasets_fingerprint_or_their_type():
@@ -424,52 +405,31 @@ def test_other_keys_come_first_and_five_differences_need_no_more(tmp_path):
     assert "more" not in str(refused.value)
 
 
-def test_run_sharded_shows_each_keys_bar_on_the_main_process_only(tmp_path, monkeypatch, caplog):
-    calls = []
-
-    def fake_run_shards(store, key, shard_items, process, state, **options):
-        calls.append((state.process_index, key, options))
-        return 1, 0
-
-    monkeypatch.setattr(shards, "run_shards", fake_run_shards)
-    for index, show in ((1, True), (0, True), (0, False)):
-        monkeypatch.setattr(shards, "process_state", lambda index=index: FakeState(index, 2))
-        with caplog.at_level(logging.INFO, logger="crop_hf.engine.shards"):
-            run = shards.run_sharded(ShardStore(tmp_path / f"{index}{show}", {}), ["de", "nl"], lambda key: [],
-                                     lambda *args: None, lambda: "merged", show_progress=show,
-                                     description="synthesize", unit="sent", per_key=" of each language")
-        assert run.is_main_process == (index == 0) and run.merged == ("merged" if index == 0 else None)
-    assert calls == [(1, key, {"unit": "sent", "show_progress": False, "description": f"synthesize {key}"})
-                     for key in ("de", "nl")] + [
-                     (0, key, {"unit": "sent", "show_progress": shown, "description": f"synthesize {key}"})
-                     for shown in (True, False) for key in ("de", "nl")]
-    assert caplog.messages.count("synthesize: 2 processes; shard k of each language goes to process k mod 2 "
-                                 "(process 0: shards 0, 2, 4, ...; process 1: shards 1, 3, 5, ...)") == 2
-    calls.clear()
-    caplog.clear()
-    monkeypatch.setattr(shards, "process_state", lambda: FakeState(0, 1))
-    with caplog.at_level(logging.INFO, logger="crop_hf.engine.shards"):
-        shards.run_sharded(ShardStore(tmp_path / "plain", {}), ["de"], lambda key: [], lambda *args: None, lambda: None)
-    assert calls == [(0, "de", {"unit": "it", "show_progress": True, "description": "de"})]
-    assert "run: 1 process, taking every shard" in caplog.messages
-    monkeypatch.setattr(shards, "process_state", lambda: FakeState(0, 3))
-    with caplog.at_level(logging.INFO, logger="crop_hf.engine.shards"):
-        shards.run_sharded(ShardStore(tmp_path / "three", {}), ["de"], lambda key: [], lambda *args: None, lambda: None)
-    assert caplog.messages[-1].startswith("run: 3 processes; shard k goes to process k mod 3 (")
-
-
-def test_a_shards_bar_is_named_by_its_key_unless_described(tmp_path, monkeypatch):
+def test_each_keys_bar_is_shown_on_the_main_process_only_and_the_start_says_who_takes_what(
+        tmp_path, monkeypatch, caplog):
     import tqdm.auto
 
     bars = []
     real = tqdm.auto.tqdm
     monkeypatch.setattr(tqdm.auto, "tqdm", lambda **options: bars.append(options) or real(**options))
-    store = ShardStore(tmp_path, {})
-    shards.run_shards(store, "de", [], keep_even, FakeState(0, 1))
-    shards.run_shards(store, "de", [], keep_even, FakeState(0, 1), show_progress=True, description="translate de",
-                      unit="sent")
-    assert bars == [{"desc": "de", "unit": "it", "disable": True}, {"desc": "translate de", "unit": "sent",
-                                                                    "disable": False}]
+    for index, show in ((1, True), (0, True), (0, False)):
+        job = ListJob(ListConfig(output_dir=str(tmp_path / f"{index}{show}"), keys=["de", "nl"], show_progress=show),
+                      {"de": [], "nl": []})
+        job.per_key, job.unit = " of each language", "sent"
+        with caplog.at_level(logging.INFO, logger="crop_hf.engine.jobs"):
+            run_as(monkeypatch, index, 2, job)
+        assert (job.output_dir / "statistics.json").exists() == (index == 0)  # only the main process merges
+    assert bars == [{"desc": f"list {key}", "unit": "sent", "disable": not shown}
+                    for shown in (False, True, False) for key in ("de", "nl")]
+    assert caplog.messages.count("list: 2 processes; shard k of each language goes to process k mod 2 "
+                                 "(process 0: shards 0, 2, 4, ...; process 1: shards 1, 3, 5, ...)") == 2
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="crop_hf.engine.jobs"):
+        run_as(monkeypatch, 0, 1, ListJob(ListConfig(output_dir=str(tmp_path / "plain")), {"xx": []}))
+    assert "list: 1 process, taking every shard" in caplog.messages
+    with caplog.at_level(logging.INFO, logger="crop_hf.engine.jobs"):
+        run_as(monkeypatch, 0, 3, ListJob(ListConfig(output_dir=str(tmp_path / "three")), {"xx": []}))
+    assert caplog.messages[-1].startswith("list: 3 processes; shard k goes to process k mod 3 (")
 
 
 def test_merging_no_rows_gives_an_empty_dataset_of_the_row_features():
@@ -527,12 +487,14 @@ def test_a_shard_stores_its_rows_as_readable_json_and_shows_each_stage_on_its_ba
 
     monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
 
-    def process(index, items, status):
-        status("translate")
-        return [{"text": "Zürich"}], [], {}
+    class Staged(ListJob):
+        def process(self, key, index, items, status):
+            status("translate")
+            return ShardResult([TextRow("Zürich")], [])
 
-    store = ShardStore(tmp_path, {})
-    shards.run_shards(store, "de", [(0, ["x"]), (1, ["y"])], process, FakeState(0, 1))
+    job = Staged(ListConfig(output_dir=str(tmp_path), keys=["de"]), {"de": [(0, ["x"]), (1, ["y"])]})
+    run_as(monkeypatch, 0, 1, job)
+    store = job.store
     assert postfixes == ["shard 0: translate", "shard 1: translate"]
     table = pq.read_table(store.root / "de" / "00000.parquet")
     assert table.column("row").to_pylist() == ['{"text": "Zürich"}']  # as written, not \u00fc

@@ -174,7 +174,7 @@ def test_an_empty_result_is_named_in_the_summary_and_never_published(tmp_path, m
     template = raw_files(tmp_path / "raw", de="das ist alles klein .\n", nl="Ik woon in Hamburg .\n")
     result = SynthesisJob(fake_config(template, str(tmp_path / "out")), models=fake_models()).run()
     assert result.statistics["de"]["kept"] == 0 and result.statistics["nl"]["kept"] == 1
-    assert "no sentence kept for de: see " in result.report() and "nl" not in result.empty_languages()
+    assert "nothing kept for de: see " in result.report() and result.empty() == ["de"]
     pushed = []
     monkeypatch.setattr(runner, "push_output", lambda *args, **kwargs: pushed.append(args) or "url")
     assert runner.push_to_hub(result, "me/corpus") == "url"  # one language kept something: published

@@ -14,7 +14,7 @@ from crop_hf.augment.generate_filter import GenerateFilterConfig, GenerateFilter
 from crop_hf.augment.translate_align import TranslateAlignConfig, TranslateAlignJob
 from crop_hf.synthesis.config import SynthesisConfig
 from crop_hf.synthesis.runner import SynthesisJob
-from crop_hf.translation.parallel import MarkingConfig, MarkParallelJob, MarkParallelRun
+from crop_hf.translation.mark_parallel import MarkParallelConfig, MarkParallelJob
 
 CASES = {
  "synthesis_default": lambda: SynthesisJob(SynthesisConfig(tgt_langs=["de", "es"], output_dir="o")),
@@ -23,8 +23,11 @@ CASES = {
  "translate_align_options": lambda: TranslateAlignJob(TranslateAlignConfig(input="a.tsv", output_dir="o", tgt_lang="hi", symmetrization="grow-diag-final", max_examples=3, batch_size=2, shard_size=10, keep_incomplete=True)),
  "generate_filter_default": lambda: GenerateFilterJob(GenerateFilterConfig(few_shot="f.tsv", english="e.tsv", output_dir="o")),
  "generate_filter_options": lambda: GenerateFilterJob(GenerateFilterConfig(few_shot="f.tsv", english="e.tsv", output_dir="o", lang="es", top_k=3, max_sources=9, cpu=True, save_model=True)),
- "mark_parallel_default": lambda: MarkParallelJob(MarkParallelRun(MarkingConfig(), "o", inputs_id="files:x"), []),
- "mark_parallel_options": lambda: MarkParallelJob(MarkParallelRun(MarkingConfig(slot_prob=0.5, both_directions=True, shard_size=7, align_chunk_size=11, seed=3), "o", inputs_id="files:y"), []),
+ "mark_parallel_default": lambda: MarkParallelJob(MarkParallelConfig(output_dir="o"), [], inputs_id="files:x"),
+ # rows_per_file was called shard_size, and shard_size align_chunk_size
+ "mark_parallel_options": lambda: MarkParallelJob(MarkParallelConfig(output_dir="o", slot_prob=0.5, both_directions=True,
+                                                                     rows_per_file=7, shard_size=11, seed=3),
+                                                  [], inputs_id="files:y"),
 }
 
 #: the fingerprints (and the number of arguments behind each) that runs written before the change have

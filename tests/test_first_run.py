@@ -20,7 +20,7 @@ from test_translate_align import DictTranslator, TableAligner
 
 from crop_hf.augment.translate_align import TranslateAlignModels, translate_align
 from crop_hf.cli import COMMANDS, main
-from crop_hf.engine.shards import describe_processes
+from crop_hf.engine.processes import describe_processes
 from crop_hf.synthesis import SynthesisModels
 from crop_hf.synthesis.runner import SynthesisJob
 
@@ -143,7 +143,7 @@ def test_the_documented_cpu_command_runs_two_processes_that_say_so(tmp_path, tin
                           check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     said = [line for line in done.stderr.splitlines() if "processes; shard k" in line]
-    assert said == ["INFO crop_hf.engine.shards: synthesize: 2 processes; shard k of each language goes to process "
+    assert said == ["INFO crop_hf.engine.jobs: synthesize: 2 processes; shard k of each language goes to process "
                     "k mod 2 (process 0: shards 0, 2, 4, ...; process 1: shards 1, 3, 5, ...)"]
     owners = {json.loads(path.read_text())["process_index"]
               for path in (tmp_path / "out" / "crop" / "shards").glob("*/*/*.json")}
@@ -314,7 +314,7 @@ def _every_reason() -> set[str]:
     from crop_hf.markers import SLOT_FAILURE_REASONS
     from crop_hf.seqlogical import UNREPRESENTABLE_REASONS
     from crop_hf.synthesis.filters import SYNTHESIS_REASONS
-    from crop_hf.translation.parallel import DROP_REASONS
+    from crop_hf.translation.mark_parallel import DROP_REASONS
 
     return {*SYNTHESIS_REASONS, *TRANSLATE_ALIGN_REASONS, *FILTER_REASONS, *INPUT_REASONS, *DROP_REASONS,
             *SLOT_FAILURE_REASONS, *UNREPRESENTABLE_REASONS}

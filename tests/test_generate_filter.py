@@ -10,6 +10,7 @@ import json
 
 import datasets
 import pytest
+from synthesis_fakes import as_rows
 
 from crop_hf.augment.generate_filter import (
     FILTER_REASONS,
@@ -73,7 +74,7 @@ def test_filter_funnel_with_stand_in_generator(tmp_path):
     result = generate_and_filter(config, generator=generator, few_shot=_rows(FEW_SHOT), english=_rows(ENGLISH))
     # the weather and the slot-less alarm parses have no few-shot signature: never generated from
     assert seen == ENGLISH[:3]
-    stats = result.statistics
+    stats = result.statistics["train"]
     assert {k: stats[k] for k in ("few_shot", "english", "pairs", "sources", "generated", "kept")} == \
         {"few_shot": 2, "english": 5, "pairs": 3, "sources": 3, "generated": 6, "kept": 1}
     assert {k: stats[k] for k in FILTER_REASONS} == {"invalid_tree": 2, "in_few_shot": 1, "signature_changed": 1,
@@ -100,7 +101,7 @@ def test_few_shot_sample_covers_every_label(tmp_path):
     result = generate_and_filter(config, generator=lambda sources: [[] for _ in sources], few_shot=_rows(few),
                                  english=_rows(ENGLISH))
     augmented = datasets.load_from_disk(str(tmp_path / "o" / "dataset"))["train"]
-    assert result.statistics["few_shot"] == 3 and "ALARM" in augmented["intent"]
+    assert result.statistics["train"]["few_shot"] == 3 and "ALARM" in augmented["intent"]
 
 
 # A learnable "code-switching": English words replaced by Hinglish ones, word order kept.
@@ -243,7 +244,7 @@ def test_run_reads_the_configured_columns_and_splits_and_reports_every_bad_input
     with caplog.at_level(logging.INFO, logger="crop_hf.augment.generate_filter"):
         result = generate_and_filter(config, generator=lambda sources: [[f"{s}"] for s in sources], few_shot=few,
                                      english=english)
-    assert result.statistics == {"few_shot": 1, "english": 2, "pairs": 1, "sources": 2, "generated": 2,
+    assert result.statistics["train"] == {"few_shot": 1, "english": 2, "pairs": 1, "sources": 2, "generated": 2,
                                  "invalid_source": 3, "nested_source": 0, "empty_utterance": 0, "invalid_tree": 0,
                                  "in_few_shot": 0, "signature_changed": 0, "duplicate": 0, "kept": 2}
     out = tmp_path / "a" / "b"
@@ -261,7 +262,7 @@ def test_run_reads_the_configured_columns_and_splits_and_reports_every_bad_input
     assert augmented[2] == {"utterance": "call ravi", "tokens": ["call", "ravi"], "intent": "CALL",
                             "slot_tags": ["O", "B-NAME"], "parse": "[IN:CALL call [SL:NAME ravi ] ]",
                             "origin": "generated", "source_parse": "[IN:CALL call [SL:NAME ravi ] ]"}
-    assert (out / "statistics.json").read_text(encoding="utf-8") == json.dumps(result.statistics, indent=2)
+    assert (out / "statistics.json").read_text(encoding="utf-8") == json.dumps(result.statistics["train"], indent=2)
     card = (out / "README.md").read_text(encoding="utf-8")
     for text in (
             "language:\n- es\n- en\n", "source_datasets:\n- cs.tsv\n", "pretty_name: CSTOP generate-and-filter (es, en)",
@@ -277,11 +278,12 @@ def test_run_reads_the_configured_columns_and_splits_and_reports_every_bad_input
             "- `slot_tags`: IOB2 slot tags", "- `parse`: the bracket parse", "- `origin`: `few_shot` or `generated`",
             "- `source_parse`: the English parse it was generated from"):
         assert text in card, text
-    assert "output_dir" not in card and "gen/model" in json.dumps(config.settings())
-    assert result.report() == f"{result.table()}\n\ndataset: {out / 'dataset'}\ncard: {out / 'README.md'}"
+    assert "output_dir" not in card and "gen/model" in json.dumps(config.result_arguments())
+    assert result.report() == (f"{result.table()}\n\ndataset: {out / 'dataset'}\ndiscarded: {out / 'discarded'}"
+                               f"\ncard: {out / 'README.md'}")
     table = result.table().splitlines()
-    assert table[0].split() == list(result.statistics) and table[-1].split() == [
-        str(v) for v in result.statistics.values()]
+    assert table[0].split() == ["split", *result.statistics["train"]] and table[-1].split() == [
+        "train", *(str(v) for v in result.statistics["train"].values())]
     # the same folder again (it holds a result of other inputs now: replaced); nothing dropped: an empty
     # discarded set, typed like a full one
     config.overwrite_output_dir = True
@@ -305,13 +307,14 @@ def test_configured_sources_are_read_when_none_are_passed_and_empty_sides_are_re
     config = GenerateFilterConfig(few_shot=str(few), english=str(english), output_dir=str(tmp_path / "o"),
                                   few_shot_size=0)
     result = generate_and_filter(config, generator=lambda sources: [["[IN:CALL [SL:NAME dad ] ko call karo ]"]])
-    assert result.statistics["kept"] == 1 and result.statistics["invalid_source"] == 2
+    assert result.statistics["train"]["kept"] == 1 and result.statistics["train"]["invalid_source"] == 2
     english.write_text("parse\n[IN:CALL\n[IN:ALARM\n", encoding="utf-8")
     with pytest.raises(EmptyInputError, match=rf"^--english {english}: no usable parses in its 'train' split "
                                               r"\(\{'invalid_source': 2\}\)$"):
         generate_and_filter(config, generator=lambda sources: [])
     with pytest.raises(EmptyInputError, match=r"^--few_shot \(the dataset given\): no parses in its 'train' split"):
-        generate_and_filter(config, generator=lambda sources: [], few_shot=datasets.Dataset.from_dict({"parse": []}))
+        generate_and_filter(dataclasses.replace(config, overwrite_output_dir=True), generator=lambda sources: [],
+                            few_shot=datasets.Dataset.from_dict({"parse": []}))
 
 
 def test_a_generator_must_answer_every_source(tmp_path):
@@ -369,7 +372,7 @@ def test_without_a_generator_the_recipe_fine_tunes_generates_and_saves_when_aske
         ("[IN:ALARM set alarm [SL:TIME 8 am ] ]", "[IN:ALARM alarm [SL:TIME 7 baje ] set karo ]")]
     assert calls["generate"] == ("model", "tokenizer", ENGLISH[:3], {"num_beams": 3, "num_return_sequences": 2,
                                                                      "batch_size": 7, "max_length": 33})
-    assert result.statistics["generated"] == 3 and "saved" not in calls
+    assert result.statistics["train"]["generated"] == 3 and "saved" not in calls
     config.save_model, config.output_dir = True, str(tmp_path / "saved")
     generate_and_filter(config, few_shot=_rows(FEW_SHOT), english=_rows(ENGLISH))
     saved = tmp_path / "saved" / "generator"
@@ -384,12 +387,12 @@ def test_without_a_generator_the_recipe_fine_tunes_generates_and_saves_when_aske
 
 
 def test_filter_rows_in_full():
-    from crop_hf.augment.generate_filter import filter_generations
+    from crop_hf.augment.generate_filter import judge_generations
 
     sources = ["[IN:A stop [SL:X timer ] ]", "[IN:B go ]"]
     generations = [["[IN:A roko  [SL:X timer ] ]", "[IN:A [SL:X", "[IN:A roko [SL:X timer ] ]", "[IN:A mera [SL:X t ] ]"],
                    ["[IN:B chalo ]", "[IN:C chalo ]"]]
-    kept, dropped, counts = filter_generations(sources, generations, few_shot=["[IN:A  mera [SL:X t ] ]"])
+    kept, dropped, counts = as_rows(judge_generations(sources, generations, few_shot=["[IN:A  mera [SL:X t ] ]"]))
     assert kept == [
         {"utterance": "roko timer", "tokens": ["roko", "timer"], "intent": "A", "slot_tags": ["O", "B-X"],
          "parse": "[IN:A roko [SL:X timer ] ]", "origin": "generated", "source_parse": sources[0]},
@@ -427,9 +430,9 @@ NOT_FINGERPRINTED = {
 def test_settings_are_the_fields_that_change_results():
     config = GenerateFilterConfig(few_shot="a", english="b", output_dir="c")
     fields = {f.name for f in dataclasses.fields(config)}
-    assert set(config.settings()) == fields - set(NOT_FINGERPRINTED)
-    assert config.settings()["few_shot"] == "a" and config.settings()["shard_size"] == 1000
-    with pytest.raises(ValueError, match=r"^shard_size must be positive, got 0$"):
+    assert set(config.result_arguments()) == fields - set(NOT_FINGERPRINTED)
+    assert config.result_arguments()["few_shot"] == "a" and config.result_arguments()["shard_size"] == 1000
+    with pytest.raises(ValueError, match=r"^shard_size must be at least 1, got 0$"):
         GenerateFilterConfig(few_shot="a", english="b", output_dir="c", shard_size=0)
 
 
@@ -454,12 +457,12 @@ def test_a_rerun_resumes_and_a_repeat_across_shards_is_a_duplicate(tmp_path):
                                   shard_size=1, show_progress=False)
     first = generate_and_filter(config, generator=_funnel_generator(seen), few_shot=_rows(FEW_SHOT),
                                 english=_rows(ENGLISH))
-    assert seen == ENGLISH[:3] and first.skipped_shards == 0
+    assert seen == ENGLISH[:3] and first.skipped_shards == {"train": 0}
     out = tmp_path / "out"
     assert list(json.loads((out / "statistics.json").read_text())) == [
         "few_shot", "english", "pairs", "sources", "generated", "invalid_source", "nested_source", "empty_utterance",
         "invalid_tree", "in_few_shot", "signature_changed", "duplicate", "kept"]
-    assert {k: first.statistics[k] for k in ("sources", "generated", "signature_changed", "duplicate", "kept")} == \
+    assert {k: first.statistics["train"][k] for k in ("sources", "generated", "signature_changed", "duplicate", "kept")} == \
         {"sources": 3, "generated": 4, "signature_changed": 1, "duplicate": 1, "kept": 2}
     augmented = datasets.load_from_disk(str(out / "dataset"))["train"]
     assert augmented["origin"] == ["few_shot", "few_shot", "generated", "generated"]
@@ -470,12 +473,12 @@ def test_a_rerun_resumes_and_a_repeat_across_shards_is_a_duplicate(tmp_path):
     assert dropped[-1]["generation"] == "[IN:CALL [SL:NAME dad ] ko call karo ]"
     shards = sorted(out.glob("shards/*/hi/*.json"))
     assert len(shards) == 3 and shards[0].parent.parent.name == fingerprint(
-        {**config.settings(), "inputs": describe_inputs({"few_shot": _rows(FEW_SHOT), "english": _rows(ENGLISH)})})
+        {**config.result_arguments(), "inputs": describe_inputs({"few_shot": _rows(FEW_SHOT), "english": _rows(ENGLISH)})})
 
     # the same settings again: every shard is skipped, the generator is not called, the outputs are the same
     again = generate_and_filter(config, generator=_funnel_generator(seen), few_shot=_rows(FEW_SHOT),
                                 english=_rows(ENGLISH))
-    assert seen == ENGLISH[:3] and again.skipped_shards == 3 and again.statistics == first.statistics
+    assert seen == ENGLISH[:3] and again.skipped_shards == {"train": 3} and again.statistics == first.statistics
     assert datasets.load_from_disk(str(out / "dataset"))["train"].to_list() == augmented.to_list()
     shards[1].unlink()  # a run killed before it finished shard 1: only that shard is generated again
     again = generate_and_filter(config, generator=_funnel_generator(seen), few_shot=_rows(FEW_SHOT),
@@ -504,7 +507,7 @@ def test_other_settings_refuse_a_finished_folder_unless_overwritten(tmp_path):
     result = generate_and_filter(dataclasses.replace(other, overwrite_output_dir=True),
                                  generator=_funnel_generator(seen), few_shot=_rows(FEW_SHOT),
                                  english=_rows(ENGLISH))
-    assert seen == ENGLISH[:3] and result.skipped_shards == 0 and result.statistics["kept"] == 2
+    assert seen == ENGLISH[:3] and result.skipped_shards == {"train": 0} and result.statistics["train"]["kept"] == 2
     assert len(list((tmp_path / "out" / "shards").glob("*/run.json"))) == 2
 
 
@@ -524,7 +527,7 @@ def test_the_generator_is_fine_tuned_only_when_a_shard_is_left_and_before_the_fo
     config = GenerateFilterConfig(few_shot="-", english="-", output_dir=str(tmp_path / "out"), few_shot_size=0,
                                   shard_size=2, show_progress=False)
     first = generate_and_filter(config, few_shot=_rows(FEW_SHOT), english=_rows(ENGLISH))
-    assert tuned == [3] and first.statistics["generated"] == 0  # once for both shards
+    assert tuned == [3] and first.statistics["train"]["generated"] == 0  # once for both shards
     generate_and_filter(config, few_shot=_rows(FEW_SHOT), english=_rows(ENGLISH))
     assert tuned == [3]  # resumed: nothing left to generate
     with pytest.raises(OutputExistsError):

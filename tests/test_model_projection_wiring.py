@@ -17,13 +17,13 @@ from pathlib import Path
 
 import datasets
 import pytest
-from synthesis_fakes import RecordingTranslator, fake_config, fake_models
+from synthesis_fakes import RecordingTranslator, as_rows, fake_config, fake_models
 
 from crop_hf.augment.inputs import ParseInput
 from crop_hf.augment.translate_align import (
     TranslateAlignConfig,
     TranslateAlignModels,
-    process_batch,
+    align_batch,
     translate_align,
 )
 from crop_hf.cli import main
@@ -33,7 +33,7 @@ from crop_hf.projection import ProjectionPipeline, TranslationScorer, tokenize_t
 from crop_hf.projection.alignment import source_spans
 from crop_hf.projection.methods import ProjectionExample, placement, project_examples
 from crop_hf.synthesis import SynthesisConfig, SynthesisModels, synthesize
-from crop_hf.synthesis.stages import process_shard
+from crop_hf.synthesis.stages import synthesize_shard
 
 INPUTS = [
     {"source_tokens": ["Angela", "Merkel", "visited", "Paris", "."], "source_tags": ["B-PER", "I-PER", "O", "B-LOC", "O"],
@@ -266,7 +266,7 @@ def test_insertion_synthesis_places_the_source_spans_in_the_raw_sentence_and_nev
     sentences = ["Anna wohnt in Hamburg .",
                  "Hinz",  # two entities of its translation ("Hinz", "Kunz"); one word cannot hold both
                  "Siehe __SLOT2__ Fußnote ."]  # insertion's own marker in the raw sentence
-    kept, discarded, reasons = process_shard(sentences, "de", config, models, None, on_stage=stages.append)
+    kept, discarded, reasons = as_rows(synthesize_shard(sentences, "de", config, models, None, on_stage=stages.append))
 
     assert stages == ["translate", "tag", "project"]
     assert models.translator.requests == [(sentences[:2], {"src_lang": "de", "tgt_lang": "en",
@@ -308,7 +308,7 @@ def test_insertion_synthesis_run_card_report_and_printout_say_how_the_labels_wer
     # CroP's route says nothing of the kind
     lexical = synthesize(fake_config(str(tmp_path / "{lang}.txt"), str(tmp_path / "lexical"), tgt_langs=["de"]),
                          models=fake_models())
-    assert lexical.placement is None and "labels:" not in lexical.report()
+    assert lexical.notes == [] and "labels:" not in lexical.report()
     assert read_report_data(tmp_path / "lexical").notes == []
 
 
@@ -376,7 +376,7 @@ ITEMS = [ParseInput("[IN:CREATE_CALL call [SL:CONTACT mom ] ]", None, "x.tsv:1")
 def test_translate_align_projects_the_parse_slots_with_a_scored_method(tmp_path, scorer, method):
     config = TranslateAlignConfig(input="unused", output_dir=str(tmp_path / "out"), tgt_lang="de", method=method,
                                   language_filter=False, keep_incomplete=True, show_progress=False)
-    kept, discarded, _ = process_batch(ITEMS, config, TranslateAlignModels(_Words(), None, scorer))
+    kept, discarded, _ = as_rows(align_batch(ITEMS, config, TranslateAlignModels(_Words(), None, scorer)))
     assert discarded == [] and [row["method"] for row in kept] == [method, method]
     expected = project_examples(method, [
         ProjectionExample(tokenize_target("ruf mama", "de", "words"), source_tokens=["call", "mom"],
@@ -395,7 +395,7 @@ def test_translate_align_loads_the_translators_model_as_its_scorer_and_keeps_par
     models = TranslateAlignModels.load(config)
     assert models.aligner is None and models.translator.model is models.scorer.model
     result = translate_align(config, models, inputs=ITEMS)
-    assert result.statistics["input"] == 2
+    assert result.statistics["train"]["input"] == 2
     card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
     assert "insertion projection, scored by the translation model" in card and "eflomal" not in card
     for row in datasets.load_from_disk(str(tmp_path / "out" / "dataset"))["train"]:
@@ -408,4 +408,4 @@ def test_translate_align_refuses_a_model_that_cannot_do_the_method_when_it_loads
     with pytest.raises(ValueError, match=_marker_error(bare_m2m100)):
         TranslateAlignModels.load(config)
     with pytest.raises(ValueError, match=r"^insertion projection scores spans with a translation model"):
-        process_batch(ITEMS, config, TranslateAlignModels(_Words(), None))  # models given without one
+        as_rows(align_batch(ITEMS, config, TranslateAlignModels(_Words(), None)))  # models given without one

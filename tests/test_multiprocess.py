@@ -111,10 +111,10 @@ def test_two_processes_give_the_datasets_of_one_and_log_each_line_once(tmp_path)
     repeated = {line: count for line, count in Counter(double).items() if count > 1}
     assert not repeated, f"log lines printed more than once: {repeated}"
     # Each command says how many processes run it and which shards each takes, once.
-    spread = {f"INFO crop_hf.engine.shards: {job}: 2 processes; shard k{per} goes to process k mod 2 (process 0: "
+    spread = {f"INFO crop_hf.engine.jobs: {job}: 2 processes; shard k{per} goes to process k mod 2 (process 0: "
               "shards 0, 2, 4, ...; process 1: shards 1, 3, 5, ...)"
               for job, per in (("synthesize", " of each language"), ("translate-align", ""))}
-    alone = {f"INFO crop_hf.engine.shards: {job}: 1 process, taking every shard"
+    alone = {f"INFO crop_hf.engine.jobs: {job}: 1 process, taking every shard"
              for job in ("synthesize", "translate-align")}
     assert spread <= set(double) and alone <= set(single)
     assert set(double) - spread <= set(single) - alone

@@ -20,18 +20,17 @@ from types import SimpleNamespace
 
 import datasets
 import pytest
-from synthesis_fakes import FakeState, fake_config, fake_models
+from synthesis_fakes import FakeState, ListConfig, ListJob, as_rows, fake_config, fake_models, numbered
 
 from crop_hf.augment.inputs import ParseInput
 from crop_hf.augment.translate_align import (
     TranslateAlignConfig,
     TranslateAlignModels,
-    process_batch,
+    align_batch,
     translate_align,
 )
-from crop_hf.engine import shards
-from crop_hf.engine.jobs import result_fields
-from crop_hf.engine.shards import ShardStore, run_shards
+from crop_hf.engine import processes
+from crop_hf.engine.jobs import run_job
 from crop_hf.synthesis import SynthesisConfig, SynthesisJob, synthesize
 
 
@@ -64,7 +63,7 @@ def _parse_input(text: str):
 # --------------------------------------------------------------------------- shard fingerprints
 
 #: SynthesisConfig fields deliberately left out of the shard fingerprint, and why. A new field must
-#: be added either to RESULT_FIELDS or here: until someone decides, the completeness test fails.
+#: be left in the fingerprint or added here: until someone decides, the completeness test fails.
 SYNTHESIS_NOT_FINGERPRINTED = {
     "tgt_langs": "each language has its own shard folder; its language filter only involves that language and "
                     "the source language",
@@ -89,6 +88,11 @@ TRANSLATE_ALIGN_NOT_FINGERPRINTED = {
 
 def _field_names(config_class) -> set[str]:
     return {f.name for f in dataclasses.fields(config_class)}
+
+
+def result_fields(config_class) -> set[str]:
+    """The fields RunOptions' rule puts in the fingerprint: all but the run options and the class's run_only."""
+    return _field_names(config_class) - config_class.RUN_FIELDS - set(config_class.run_only)
 
 
 @pytest.mark.parametrize(("config", "excluded"), [
@@ -165,10 +169,11 @@ def test_a_changed_translate_align_option_is_run_afresh_not_resumed(tmp_path):
     settings = dict(input="unused", output_dir=str(tmp_path / "out"), tgt_lang="es", language_filter=False,
                     show_progress=False)
     first = translate_align(TranslateAlignConfig(**settings), TranslateAlignModels(translator, aligner), inputs=dataset)
-    assert (first.statistics["kept"], first.statistics["slots_lost"]) == (0, 1)
+    assert (first.statistics["train"]["kept"], first.statistics["train"]["slots_lost"]) == (0, 1)
     second = translate_align(TranslateAlignConfig(**settings, keep_incomplete=True, overwrite_output_dir=True),
                              TranslateAlignModels(translator, aligner), inputs=dataset)
-    assert second.skipped_shards == 0 and (second.statistics["kept"], second.statistics["slots_lost"]) == (1, 0)
+    assert second.skipped_shards == {"train": 0}
+    assert (second.statistics["train"]["kept"], second.statistics["train"]["slots_lost"]) == (1, 0)
     assert translator.calls == ["play adele", "play adele"]
 
 
@@ -225,72 +230,53 @@ def test_a_same_size_edit_that_keeps_the_modification_time_is_read_again(tmp_pat
 # --------------------------------------------------------------------------- shards of several processes
 
 
-def _numbered(count: int, size: int):
-    items = [f"s{i}" for i in range(count)]
-    return [(k, items[k * size:(k + 1) * size]) for k in range((count + size - 1) // size)]
+def _run_as(monkeypatch, index: int, count: int, job: ListJob):
+    monkeypatch.setattr(processes, "process_state", lambda: FakeState(index, count))
+    return run_job(job)
 
 
-def _keep_even(index, items):
-    kept = [{"text": item} for item in items if int(item[1:]) % 2 == 0]
-    discarded = [{"text": item} for item in items if int(item[1:]) % 2]
-    return kept, discarded, {"odd": len(discarded)}
-
-
-def test_run_shards_counts_only_this_process_shards_when_some_are_finished(tmp_path):
-    store = ShardStore(tmp_path, {"run": "counts"})
-    store.prepare()
-    done = []
-
-    def record(index, items, status):
-        done.append(index)
-        return _keep_even(index, items)
-
+def test_a_process_counts_only_its_own_shards_when_some_are_finished(tmp_path, monkeypatch):
     # Shards 0..6 of 13 items; an earlier run finished shards 1, 2 and 4.
-    for index, items in _numbered(13, 2):
+    earlier = ListJob(ListConfig(output_dir=str(tmp_path)), {"xx": numbered(13, 2)})
+    for index, items in numbered(13, 2):
         if index in (1, 2, 4):
-            store.write("xx", index, [], {"input": len(items), "kept": 0})
-    assert run_shards(store, "xx", _numbered(13, 2), record, FakeState(0, 3)) == (3, 0)  # 0, 3, 6
-    assert run_shards(store, "xx", _numbered(13, 2), record, FakeState(1, 3)) == (2, 2)  # 1, 4: both finished
-    assert run_shards(store, "xx", _numbered(13, 2), record, FakeState(2, 3)) == (2, 1)  # 2 finished, 5 not
-    assert done == [0, 3, 6, 5]
+            earlier.store.write("xx", index, [], {"input": len(items), "kept": 0})
+    jobs = [ListJob(ListConfig(output_dir=str(tmp_path)), {"xx": numbered(13, 2)}) for _ in range(3)]
+    skipped = [_run_as(monkeypatch, index, 3, job).skipped_shards for index, job in ((1, jobs[1]), (2, jobs[2]),
+                                                                                        (0, jobs[0]))]
+    assert skipped == [{"xx": 2}, {"xx": 1}, {"xx": 0}]  # 1, 4: both finished; 2 finished, 5 not; 0, 3, 6
+    assert [job.processed for job in jobs] == [[("xx", 0), ("xx", 3), ("xx", 6)], [], [("xx", 5)]]
 
 
 def test_each_process_says_what_it_skipped_of_its_own_shards(tmp_path, monkeypatch, caplog):
-    store = ShardStore(tmp_path, {"run": "resume"})
-    processed = []
+    given = {"aa": numbered(9, 2), "bb": numbered(3, 2)}
 
-    def process(key, index, items, status):
-        processed.append((key, index))
-        return _keep_even(index, items)
+    def run(index: int) -> ListJob:
+        job = ListJob(ListConfig(output_dir=str(tmp_path), keys=["aa", "bb"]), given)
+        job.result = _run_as(monkeypatch, index, 2, job)
+        return job
 
-    def run(index: int):
-        monkeypatch.setattr(shards, "process_state", lambda: FakeState(index, 2))
-        return shards.run_sharded(store, ["aa", "bb"], lambda key: _numbered(9 if key == "aa" else 3, 2), process,
-                                  lambda: {key: shards.shard_statistics(store.finished(key), ["input", "kept", "odd"])
-                                           for key in ("aa", "bb")}, show_progress=False)
-
-    with caplog.at_level(logging.INFO, logger="crop_hf.engine.shards"):
+    with caplog.at_level(logging.INFO, logger="crop_hf.engine.jobs"):
         second, first = run(1), run(0)
-    assert processed == [("aa", 1), ("aa", 3), ("bb", 1), ("aa", 0), ("aa", 2), ("aa", 4), ("bb", 0)]
-    assert (second.shards, second.skipped, second.merged) == ({"aa": 2, "bb": 1}, {"aa": 0, "bb": 0}, None)
-    assert (first.shards, first.skipped) == ({"aa": 3, "bb": 1}, {"aa": 0, "bb": 0})
-    assert first.merged == {"aa": {"input": 9, "kept": 5, "odd": 4}, "bb": {"input": 3, "kept": 2, "odd": 1}}
+    assert second.processed + first.processed == [("aa", 1), ("aa", 3), ("bb", 1), ("aa", 0), ("aa", 2), ("aa", 4),
+                                                  ("bb", 0)]
+    assert second.result.skipped_shards == first.result.skipped_shards == {"aa": 0, "bb": 0}
+    assert first.result.statistics == {"aa": {"input": 9, "kept": 5, "odd": 4}, "bb": {"input": 3, "kept": 2, "odd": 1}}
     assert "resumed" not in caplog.text
 
-    (store.root / "aa" / "00002.json").unlink()  # process 0's shard 2 was cut short
+    root = first.store.root
+    (root / "aa" / "00002.json").unlink()  # process 0's shard 2 was cut short
     caplog.clear()
-    processed.clear()
-    with caplog.at_level(logging.INFO, logger="crop_hf.engine.shards"):
+    with caplog.at_level(logging.INFO, logger="crop_hf.engine.jobs"):
         second, first = run(1), run(0)
-    assert processed == [("aa", 2)]
-    assert (second.shards, second.skipped) == ({"aa": 2, "bb": 1}, {"aa": 2, "bb": 1})
-    assert (first.shards, first.skipped) == ({"aa": 3, "bb": 1}, {"aa": 2, "bb": 1})
-    assert first.merged["aa"] == {"input": 9, "kept": 5, "odd": 4}
+    assert second.processed + first.processed == [("aa", 2)]
+    assert second.result.skipped_shards == {"aa": 2, "bb": 1} and first.result.skipped_shards == {"aa": 2, "bb": 1}
+    assert first.result.statistics["aa"] == {"input": 9, "kept": 5, "odd": 4}
     assert [record.getMessage() for record in caplog.records if "resumed" in record.getMessage()] == [
-        f"aa: resumed: skipped 2 of 2 shard(s) already finished in {store.root / 'aa'}",
-        f"bb: resumed: skipped 1 of 1 shard(s) already finished in {store.root / 'bb'}",
-        f"aa: resumed: skipped 2 of 3 shard(s) already finished in {store.root / 'aa'}",
-        f"bb: resumed: skipped 1 of 1 shard(s) already finished in {store.root / 'bb'}",
+        f"aa: resumed: skipped 2 of 2 shard(s) already finished in {root / 'aa'}",
+        f"bb: resumed: skipped 1 of 1 shard(s) already finished in {root / 'bb'}",
+        f"aa: resumed: skipped 2 of 3 shard(s) already finished in {root / 'aa'}",
+        f"bb: resumed: skipped 1 of 1 shard(s) already finished in {root / 'bb'}",
     ]
 
 
@@ -303,7 +289,7 @@ def test_a_resumed_two_process_synthesis_reports_the_main_process_shards(tmp_pat
     def both():
         results = []
         for index in (1, 0):
-            monkeypatch.setattr(shards, "process_state", lambda index=index: FakeState(index, 2))
+            monkeypatch.setattr(processes, "process_state", lambda index=index: FakeState(index, 2))
             results.append(SynthesisJob(config, models=fake_models()).run())
         return results
 
@@ -312,7 +298,7 @@ def test_a_resumed_two_process_synthesis_reports_the_main_process_shards(tmp_pat
     (next(Path(tmp_path / "out" / "shards").glob("*/run.json")).parent / "nl" / "00003.json").unlink()  # process 1's
     models = []
     for index in (1, 0):
-        monkeypatch.setattr(shards, "process_state", lambda index=index: FakeState(index, 2))
+        monkeypatch.setattr(processes, "process_state", lambda index=index: FakeState(index, 2))
         runner = SynthesisJob(config, models=fake_models())
         result = runner.run()
         models.append(runner.models)
@@ -332,7 +318,7 @@ def test_hybrid_translate_align_keeps_a_slot_found_lexically_that_alignment_lose
     aligner = _Aligner({"pon música de adele": [(0, 0), (1, 1), (2, 2)]})  # "adele" unaligned
     config = TranslateAlignConfig(input="-", output_dir=str(tmp_path), tgt_lang="es", language_filter=False,
                                   method="hybrid")
-    kept, discarded, reasons = process_batch(items, config, TranslateAlignModels(translator, aligner))
+    kept, discarded, reasons = as_rows(align_batch(items, config, TranslateAlignModels(translator, aligner)))
     assert not discarded and not reasons
     assert [row["parse"] for row in kept] == [
         "[IN:PLAY_MUSIC pon [SL:MUSIC_TYPE música ] de [SL:MUSIC_ARTIST_NAME adele ] ]"]
@@ -340,7 +326,7 @@ def test_hybrid_translate_align_keeps_a_slot_found_lexically_that_alignment_lose
     assert kept[0]["slot_tags"] == ["O", "B-MUSIC_TYPE", "O", "B-MUSIC_ARTIST_NAME"]
     # Alignment alone loses the artist: the same parse is dropped.
     alignment = dataclasses.replace(config, method="alignment")
-    kept, discarded, _ = process_batch(items, alignment, TranslateAlignModels(translator, aligner))
+    kept, discarded, _ = as_rows(align_batch(items, alignment, TranslateAlignModels(translator, aligner)))
     assert not kept and discarded[0]["reason"] == "slots_lost"
 
 
@@ -356,7 +342,7 @@ def test_neighbours_rank_by_words_changed_not_characters_changed():
 
 
 def test_few_shot_filter_and_duplicates_ignore_how_a_parse_is_spaced():
-    from crop_hf.augment.generate_filter import filter_generations
+    from crop_hf.augment.generate_filter import judge_generations
 
     source = "[IN:CALL call [SL:NAME dad ] ]"
     few_shot = ["[IN:CALL  [SL:NAME   mom ]  ko call karo ]"]  # as a file might hold it
@@ -364,7 +350,7 @@ def test_few_shot_filter_and_duplicates_ignore_how_a_parse_is_spaced():
                     "[IN:CALL [SL:NAME mom ]   ko  call karo  ]",  # the few-shot parse, other spacing
                     "[IN:CALL   [SL:NAME dad ] ko call karo ]",  # new: kept, in canonical spacing
                     "[IN:CALL [SL:NAME  dad ]  ko call karo ]"]]  # the same parse again
-    kept, discarded, counts = filter_generations([source], generations, few_shot)
+    kept, discarded, counts = as_rows(judge_generations([source], generations, few_shot))
     assert [row["parse"] for row in kept] == ["[IN:CALL [SL:NAME dad ] ko call karo ]"]
     assert [row["reason"] for row in discarded] == ["in_few_shot", "in_few_shot", "duplicate"]
     assert dict(counts) == {"in_few_shot": 2, "duplicate": 1}

@@ -13,14 +13,15 @@ import xml.etree.ElementTree as ET
 
 import datasets
 import pytest
-from synthesis_fakes import FakeState
+from synthesis_fakes import FakeState, ListConfig, ListJob, numbered
 from test_engine import run_toy, toy_args
 from training_fixtures import fresh_accelerate_state  # noqa: F401  (pytest fixture)
 
 from crop_hf.app import project_labels, render
-from crop_hf.engine import shards
+from crop_hf.engine import processes, shards
 from crop_hf.engine import training as engine
-from crop_hf.engine.shards import ShardStore, atomic_write_bytes, merge_shards, run_shards
+from crop_hf.engine.jobs import run_job
+from crop_hf.engine.shards import atomic_write_bytes, merge_shards
 
 # --------------------------------------------------------------------------- steps per epoch
 
@@ -48,19 +49,9 @@ class Killed(Exception):
     """The process died (simulated) before the next file of a shard landed."""
 
 
-def numbered(count: int, size: int) -> list[tuple[int, list[str]]]:
-    items = [f"s{i}" for i in range(count)]
-    return [(k, items[k * size:(k + 1) * size]) for k in range(0, (count + size - 1) // size)]
-
-
-def keep_even(index, items, status):
-    kept = [{"text": item} for item in items if int(item[1:]) % 2 == 0]
-    discarded = [{"text": item} for item in items if int(item[1:]) % 2]
-    return kept, discarded, {"odd": len(discarded)}
-
-
 def test_a_shard_killed_between_its_rows_and_its_statistics_is_not_done_and_is_redone(tmp_path, monkeypatch):
-    store = ShardStore(tmp_path, {"run": 3})
+    monkeypatch.setattr(processes, "process_state", lambda: FakeState(0, 1))
+    store = ListJob(ListConfig(output_dir=str(tmp_path)), {}).store
     folder = store.root / "xx"
     real_write = shards.atomic_write_bytes
     landed = []
@@ -75,20 +66,15 @@ def test_a_shard_killed_between_its_rows_and_its_statistics_is_not_done_and_is_r
 
     monkeypatch.setattr(shards, "atomic_write_bytes", dies_after_three_files)
     with pytest.raises(Killed):
-        run_shards(store, "xx", numbered(6, 2), keep_even, FakeState(0, 1))
+        run_job(ListJob(ListConfig(output_dir=str(tmp_path)), {"xx": numbered(6, 2)}))
     assert store.is_done("xx", 0) and not store.is_done("xx", 1)
     assert [index for index, _, _ in store.finished("xx")] == [0]
     assert landed == ["00000.parquet", "00000.json", "00001.parquet"]  # rows first, the done mark last
 
     monkeypatch.setattr(shards, "atomic_write_bytes", real_write)
-    processed = []
-
-    def recording(index, items, status):
-        processed.append(index)
-        return keep_even(index, items, status)
-
-    assert run_shards(store, "xx", numbered(6, 2), recording, FakeState(0, 1)) == (3, 1)
-    assert processed == [1, 2]  # the half-written shard is redone, the finished one skipped
+    again = ListJob(ListConfig(output_dir=str(tmp_path)), {"xx": numbered(6, 2)})
+    assert run_job(again).skipped_shards == {"xx": 1}
+    assert again.processed == [("xx", 1), ("xx", 2)]  # the half-written shard is redone, the finished one skipped
     finished = list(store.finished("xx"))
     text = datasets.Features({"text": datasets.Value("string")})
     assert merge_shards(finished, True, text)["text"] == ["s0", "s2", "s4"]
@@ -178,6 +164,6 @@ def test_training_launched_for_several_processes_that_runs_alone_says_so(tmp_pat
     with caplog.at_level("WARNING", logger="crop_hf.engine.training"):
         run_toy(toy_args(tmp_path, max_train_steps=1))
     lines = [r.getMessage() for r in caplog.records if r.name == "crop_hf.engine.training" and r.levelname == "WARNING"]
-    assert lines == ([shards.running_alone("training", 1, environ)] if warned else [])
+    assert lines == ([processes.running_alone("training", 1, environ)] if warned else [])
     if warned:
         assert lines[0].startswith("training: launched for several processes but running alone (1 process)")

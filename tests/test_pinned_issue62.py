@@ -11,13 +11,14 @@ from types import SimpleNamespace
 import datasets
 import pytest
 import torch
-from synthesis_fakes import FakeState, FakeTranslator, fake_config, fake_models
+from synthesis_fakes import FakeTranslator, ListConfig, ListJob, OddRow, TextRow, fake_config, fake_models
 from test_crop_end_to_end import bench  # noqa: F401  (the benchmark module, a pytest fixture)
 from test_parser_nested import _hand_model
 from test_projection_model_scored import FakeMarkerScorer, FakePlainScorer, _example, _marked, _spans
 
 from crop_hf.cli import main
-from crop_hf.engine.shards import ShardStore, merge_shards, run_shards, shard_statistics
+from crop_hf.engine.jobs import ShardResult, run_job
+from crop_hf.engine.shards import ShardStore, merge_shards, shard_statistics
 from crop_hf.projection.methods import project_examples
 from crop_hf.synthesis import synthesize
 
@@ -215,20 +216,16 @@ def test_an_empty_shard_without_columns_from_an_earlier_release_merges_and_resum
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    store = ShardStore(tmp_path, {"run": "earlier release"})
+    job = ListJob(ListConfig(output_dir=str(tmp_path), keys=["a"]), {"a": [(0, []), (1, ["s0", "s1"])]},
+                  lambda key, index, items: ShardResult([TextRow(item) for item in items[:1]],
+                                                        [OddRow(item) for item in items[1:]]))
+    store = job.store
     (store.root / "a").mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist([]), store.root / "a" / "00000.parquet")  # as earlier releases wrote it
     (store.root / "a" / "00000.json").write_text(json.dumps({"input": 0, "kept": 0, "process_index": 0}))
     assert pq.read_schema(store.root / "a" / "00000.parquet").names == []
-    processed = []
-
-    def process(index, items, status):
-        processed.append(index)
-        return [{"text": item} for item in items[:1]], [{"text": item, "reason": "odd"} for item in items[1:]], {
-            "odd": len(items) - 1}
-
-    assert run_shards(store, "a", [(0, []), (1, ["s0", "s1"])], process, FakeState(0, 1)) == (2, 1)
-    assert processed == [1]  # the empty shard is finished: resumed, not redone
+    assert run_job(job).skipped_shards == {"a": 1}
+    assert job.processed == [("a", 1)]  # the empty shard is finished: resumed, not redone
     finished = list(store.finished("a"))
     assert merge_shards(finished, True, _text_features())["text"] == ["s0"]
     dropped = datasets.Features({"text": datasets.Value("string"), "reason": datasets.Value("string")})

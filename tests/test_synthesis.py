@@ -24,9 +24,10 @@ from synthesis_fakes import (
     RecordingTranslator,
     ScriptedLanguageFilter,
     WordByWordTranslator,
+    as_rows,
     fake_config,
     fake_models,
-    record_run_sharded,
+    record_bars,
 )
 
 from crop_hf.cli import main
@@ -43,7 +44,7 @@ from crop_hf.synthesis import (
     synthesize,
 )
 from crop_hf.synthesis.inputs import UndecodableLine, iter_raw_sentences
-from crop_hf.synthesis.stages import process_shard
+from crop_hf.synthesis.stages import synthesize_shard
 
 FAKES = Path(__file__).with_name("synthesis_fakes.py")
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -611,8 +612,8 @@ def test_process_shard_names_each_stage_and_calls_the_models_with_the_configured
         "das ist klein .",  # no entity: all_o, never translated back
         "Maria lebt in Berlin",  # its back-translation is taken for English: wrong_language_target
     ]
-    kept, discarded, reasons = process_shard(sentences, "de", shard_settings(), models, language_filter,
-                                             on_stage=stages.append)
+    kept, discarded, reasons = as_rows(synthesize_shard(sentences, "de", shard_settings(), models, language_filter,
+                                             on_stage=stages.append))
 
     assert stages == ["translate", "tag", "back-translate", "project"]
     generation = {"num_beams": 4, "max_new_tokens": 17}
@@ -641,7 +642,7 @@ def test_process_shard_names_each_stage_and_calls_the_models_with_the_configured
 
 
 def dropped(text: str, reason: str, **produced) -> dict:
-    """A German discarded row as process_shard writes it; what no stage produced is empty."""
+    """A German discarded row as synthesize_shard writes it; what no stage produced is empty."""
     return {"text": text, "tokens": text.split(), "projected_tags": None, "lang": "de", "reason": reason,
             "source_translation": "", "labeled_translation": "", "back_translation": "", "source_labels": [],
             "projection_status": [], **produced}
@@ -672,7 +673,7 @@ def test_process_shard_drops_each_sentence_with_its_first_reason_and_keeps_what_
         "Siemens AG sitzt in Hamburg",
     ]
     with caplog.at_level(logging.WARNING, logger="crop_hf.synthesis.stages"):
-        kept, discarded, reasons = process_shard(sentences, "de", shard_settings(), models, language_filter)
+        kept, discarded, reasons = as_rows(synthesize_shard(sentences, "de", shard_settings(), models, language_filter))
 
     assert kept == [
         {"tokens": ["Anna", "wohnt", "in", "Hamburg", "."], "ner_tags": [0, 0, 0, 5, 0], "lang": "de",
@@ -736,7 +737,7 @@ def test_alignment_synthesis_projects_source_spans_through_word_links_and_never_
     sentences = ["Anna wohnt in Hamburg .",
                  "Peter arbeitet in Bremen",  # "is working": Bremen is source word 4, and word i links to word i
                  "eins zwei drei vier fünf sechs sieben"]
-    kept, discarded, reasons = process_shard(sentences, "de", config, models, None, on_stage=stages.append)
+    kept, discarded, reasons = as_rows(synthesize_shard(sentences, "de", config, models, None, on_stage=stages.append))
 
     assert stages == ["translate", "tag", "align", "project"]
     assert translator.requests == [(sentences[:2], {"src_lang": "de", "tgt_lang": "en", "num_return_sequences": 1,
@@ -762,7 +763,7 @@ def test_each_side_is_tokenized_as_its_language_says_not_as_its_script_suggests(
     mostly_chinese, mostly_latin = "安娜住在汉堡市 Hamburg", "安娜 lives in Hamburg"
     marked = "安娜 __SLOT2__ Hamburg"  # dropped before any model: its row is tokenized all the same
     config = fake_config("unused", "unused", tgt_langs=["zh"])
-    kept, discarded, _ = process_shard([mostly_chinese, mostly_latin, marked], "zh", config, fake_models(), None)
+    kept, discarded, _ = as_rows(synthesize_shard([mostly_chinese, mostly_latin, marked], "zh", config, fake_models(), None))
     assert [(row["tokens"], row["tokenization"]) for row in kept] == [
         (list("安娜住在汉堡市Hamburg"), "characters"), (list("安娜livesinHamburg"), "characters")]
     assert [row["tokens"] for row in discarded] == [list("安娜__SLOT2__Hamburg")]
@@ -770,7 +771,7 @@ def test_each_side_is_tokenized_as_its_language_says_not_as_its_script_suggests(
     models = fake_models()
     models.aligner = RecordingAligner()
     config = fake_config("unused", "unused", tgt_langs=["zh"], method="alignment", alignment_model="fake-encoder")
-    process_shard([mostly_chinese, mostly_latin], "zh", config, models, None)
+    as_rows(synthesize_shard([mostly_chinese, mostly_latin], "zh", config, models, None))
     assert models.aligner.requests == [([["安娜住在汉堡市", "Hamburg"], ["安娜", "lives", "in", "Hamburg"]],
                                         [list("安娜住在汉堡市Hamburg"), list("安娜livesinHamburg")])]
 
@@ -784,7 +785,7 @@ def test_a_translator_without_a_marker_style_is_given_every_sentence_and_may_ref
     models = fake_models()
     models.translator = translate
     sentences = ["Anna wohnt in Hamburg .", "Siehe __SLOT2__ Fußnote ."]
-    kept, _, reasons = process_shard(sentences, "de", shard_settings(), models, None)
+    kept, _, reasons = as_rows(synthesize_shard(sentences, "de", shard_settings(), models, None))
     assert recorder.requests[0][0] == sentences  # not dropped as contains_marker beforehand
     assert [row["tokens"] for row in kept] == [["Anna", "wohnt", "in", "Hamburg", "."]]
     assert reasons == Counter(pipeline_error=1)  # the translator refused it itself
@@ -794,7 +795,7 @@ def test_a_pipeline_returning_fewer_outputs_than_inputs_stops_the_shard_instead_
     models = fake_models()
     models.translator = lambda records, **kwargs: []
     with pytest.raises(ValueError, match=r"zip\(\) argument 2 is shorter than argument 1"):
-        process_shard(["Anna wohnt in Hamburg .", "Peter wohnt in Bremen ."], "de", shard_settings(), models, None)
+        as_rows(synthesize_shard(["Anna wohnt in Hamburg .", "Peter wohnt in Bremen ."], "de", shard_settings(), models, None))
 
 
 def test_entity_spans_trim_exactly_the_spaces_and_compare_with_the_last_span_kept():
@@ -846,8 +847,8 @@ def test_process_shard_drops_a_translation_longer_than_the_tagger_takes_and_tags
     words = {("de", "en"): {"wohnt": "lives", "lang": "a very very long time"}, ("en", "de"): {"lives": "wohnt"}}
     models = fake_models()
     models.translator, models.tagger = RecordingTranslator(words), LimitedTagger(limit=8)
-    kept, discarded, reasons = process_shard(["Anna wohnt lang hier", "Anna wohnt in Hamburg"], "de",
-                                             shard_settings(), models, ScriptedLanguageFilter({}))
+    kept, discarded, reasons = as_rows(synthesize_shard(["Anna wohnt lang hier", "Anna wohnt in Hamburg"], "de",
+                                             shard_settings(), models, ScriptedLanguageFilter({})))
     assert reasons == Counter(pipeline_error=1)
     assert discarded[0]["text"] == "Anna wohnt lang hier" and discarded[0]["source_translation"] == \
         "Anna lives a very very long time hier"
@@ -877,12 +878,16 @@ def test_result_table_and_report_in_full():
     from crop_hf.synthesis.filters import STATISTICS_COLUMNS
     from crop_hf.synthesis.runner import SynthesisResult
 
-    result = SynthesisResult(Path("out"), {"de": {"input": 5, "kept": 3}, "nl": {"input": 2, "kept": 2}})
+    def counts(**given):
+        return {column: given.get(column, 0) for column in STATISTICS_COLUMNS}
+
+    result = SynthesisResult(Path("out"), {"de": counts(input=5, kept=3), "nl": counts(input=2, kept=2)},
+                             key_name="lang")
     rows = [line.split() for line in result.table().splitlines()]
     assert rows[0] == ["lang", *STATISTICS_COLUMNS]
     zeros = ["0"] * (len(STATISTICS_COLUMNS) - 2)
     assert rows[-3:] == [["de", "5", "3", *zeros], ["nl", "2", "2", *zeros], ["total", "7", "5", *zeros]]
-    assert result.report() == (f"{result.table()}\n\ndataset: {Path('out/dataset')}\ndiscarded sentences: "
+    assert result.report() == (f"{result.table()}\n\ndataset: {Path('out/dataset')}\ndiscarded: "
                                f"{Path('out/discarded')}\ncard: {Path('out/README.md')}")
     result.skipped_shards = {"de": 2, "nl": 0}
     assert result.report().endswith(f"card: {Path('out/README.md')}\nresumed: skipped 2 shard(s) an earlier run had "
@@ -926,9 +931,7 @@ def test_process_reports_stages_and_logs_its_shard(raw_dir, tmp_path, caplog):
 def test_run_shows_its_own_bar_and_silences_only_the_pipelines_subword_warning(raw_dir, tmp_path, monkeypatch):
     import warnings
 
-    import crop_hf.engine.jobs as jobs_module  # the driver every job runs on
-
-    seen = record_run_sharded(monkeypatch, jobs_module)
+    seen = record_bars(monkeypatch)  # the driver's bars
     models = fake_models()
     tag = models.tagger.__call__
     heuristic = "Tokenizer does not support real words, using fallback heuristic"
@@ -950,15 +953,15 @@ def test_run_shows_its_own_bar_and_silences_only_the_pipelines_subword_warning(r
     assert (heuristic, "token_classification.py") not in said  # the pipeline's own: never shown
     assert said.count((heuristic, "elsewhere.py")) > 1  # the same words from another module pass
     assert [message for message, _ in said].count("another warning") > 1  # every other warning passes
-    assert seen == [{"show_progress": True, "description": "synthesize", "unit": "sent"}]
+    assert seen == [{"desc": "synthesize de", "unit": "sent", "disable": False}]
 
 
 def test_merge_writes_statistics_card_and_report_and_other_processes_get_an_empty_result(raw_dir, tmp_path,
                                                                                          monkeypatch):
     from synthesis_fakes import FakeState
 
-    import crop_hf.engine.shards as shards
     import crop_hf.report
+    from crop_hf.engine import processes
     from crop_hf.synthesis.runner import SynthesisJob
 
     monkeypatch.setattr(sys, "argv", ["/usr/bin/crop-hf", "synthesize", "--output_dir", "my out"])
@@ -971,9 +974,10 @@ def test_merge_writes_statistics_card_and_report_and_other_processes_get_an_empt
     card = (out / "README.md").read_text(encoding="utf-8")
     assert "crop-hf synthesize --output_dir 'my out'\n" in card and runner.store.fingerprint in card
     assert reports == [out]
-    monkeypatch.setattr(shards, "process_state", lambda: FakeState(1, 2))  # not the main process: no merge
+    monkeypatch.setattr(processes, "process_state", lambda: FakeState(1, 2))  # not the main process: no merge
     other = SynthesisJob(fake_config(str(raw_dir / "{lang}.txt"), str(tmp_path / "o2")), models=fake_models()).run()
     assert other.output_dir == tmp_path / "o2" and other.statistics == {}
+    assert not (tmp_path / "o2" / "statistics.json").exists()
 
 
 def test_a_finished_run_reads_the_label_names_from_the_ner_models_config(raw_dir, tmp_path, tiny_xlmr_ner):

@@ -8,13 +8,14 @@ import json
 
 import datasets
 import pytest
+from synthesis_fakes import as_rows
 
 from crop_hf.augment.inputs import ParseInput, iter_parse_inputs
 from crop_hf.augment.translate_align import (
     TRANSLATE_ALIGN_REASONS,
     TranslateAlignConfig,
     TranslateAlignModels,
-    process_batch,
+    align_batch,
     translate_align,
 )
 from crop_hf.seqlogical import parse, to_flat
@@ -70,8 +71,8 @@ def item(parse_text: str, utterance: str | None = None, where: str = "x.tsv:1") 
 def test_slots_copied_through_alignment_into_round_tripping_parses(tmp_path):
     items = [item("[IN:CREATE_ALARM set an alarm [SL:DATE_TIME for 7 am ] ]", where="a:1"),
              item("[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] by [SL:MUSIC_ARTIST_NAME adele ] ]", where="a:2")]
-    kept, discarded, reasons = process_batch(items, config(tmp_path), TranslateAlignModels(DictTranslator(),
-                                                                                           TableAligner()))
+    kept, discarded, reasons = as_rows(align_batch(items, config(tmp_path), TranslateAlignModels(DictTranslator(),
+                                                                                           TableAligner())))
     assert not discarded and not reasons
     assert [row["parse"] for row in kept] == [
         "[IN:CREATE_ALARM pon una alarma [SL:DATE_TIME para 7 am ] ]",
@@ -88,11 +89,11 @@ def test_discontinuous_slot_becomes_two_slots_of_its_type_and_hybrid_differs(tmp
     translator = DictTranslator({"call mom": "llama a mi mamá querida"})
     aligner = TableAligner({"llama a mi mamá querida": [(0, 0), (1, 1), (1, 3)]})
     items = [item("[IN:CREATE_CALL call [SL:CONTACT mom ] ]")]
-    kept, _, _ = process_batch(items, config(tmp_path), TranslateAlignModels(translator, aligner))
+    kept, _, _ = as_rows(align_batch(items, config(tmp_path), TranslateAlignModels(translator, aligner)))
     assert kept[0]["parse"] == "[IN:CREATE_CALL llama [SL:CONTACT a ] mi [SL:CONTACT mamá ] querida ]"
     assert kept[0]["projection_status"] == ["split"]
     # hybrid: "mom" is not in the target lexically either, so alignment decides, one-word gaps filled
-    kept, _, _ = process_batch(items, config(tmp_path, method="hybrid"), TranslateAlignModels(translator, aligner))
+    kept, _, _ = as_rows(align_batch(items, config(tmp_path, method="hybrid"), TranslateAlignModels(translator, aligner)))
     assert kept[0]["parse"] == "[IN:CREATE_CALL llama [SL:CONTACT a mi mamá ] querida ]"
 
 
@@ -109,7 +110,7 @@ def test_every_bad_input_is_dropped_with_its_reason_and_line(tmp_path):
         item("[IN:PLAY_MUSIC play [SL:MUSIC_TYPE ] ]", where="f.tsv:7"),  # empty slot
         item("[SL:X play ]", where="f.tsv:8"),  # slot as root
     ]
-    kept, discarded, reasons = process_batch(items, config(tmp_path), TranslateAlignModels(translator, aligner))
+    kept, discarded, reasons = as_rows(align_batch(items, config(tmp_path), TranslateAlignModels(translator, aligner)))
     assert kept == []
     by_line = {row["source"]: row["reason"] for row in discarded}
     assert by_line == {"f.tsv:1": "invalid_source", "f.tsv:2": "nested_source", "f.tsv:3": "empty_utterance",
@@ -118,8 +119,8 @@ def test_every_bad_input_is_dropped_with_its_reason_and_line(tmp_path):
     assert all(row["detail"].startswith(row["source"]) for row in discarded)
     assert sum(reasons.values()) == len(items) and set(reasons) <= set(TRANSLATE_ALIGN_REASONS)
     # the same slot kept when asked for: the parse keeps only what was projected, never a wrong tree
-    kept, _, _ = process_batch(items[5:6], config(tmp_path, keep_incomplete=True),
-                               TranslateAlignModels(translator, aligner))
+    kept, _, _ = as_rows(align_batch(items[5:6], config(tmp_path, keep_incomplete=True),
+                               TranslateAlignModels(translator, aligner)))
     assert kept[0]["parse"] == "[IN:PLAY_MUSIC pon música ]" and kept[0]["projection_status"] == ["unaligned"]
 
 
@@ -128,9 +129,9 @@ def test_wrong_language_counted(tmp_path):
 
     english = "please tell me what the weather will be like tomorrow morning in London"
     translator = DictTranslator({"weather": english})
-    kept, discarded, _ = process_batch([item("[IN:GET_WEATHER [SL:X weather ] ]")], config(tmp_path),
+    kept, discarded, _ = as_rows(align_batch([item("[IN:GET_WEATHER [SL:X weather ] ]")], config(tmp_path),
                                        TranslateAlignModels(translator, TableAligner()),
-                                       LanguageIdFilter(["en", "es"]))
+                                       LanguageIdFilter(["en", "es"])))
     assert not kept and discarded[0]["reason"] == "wrong_language"
 
 
@@ -151,8 +152,8 @@ def test_run_writes_dataset_card_and_resumes_only_missing_shards(tmp_path):
     cfg = config(tmp_path, shard_size=2)
     translator = DictTranslator()
     result = translate_align(cfg, TranslateAlignModels(translator, TableAligner()), inputs=dataset)
-    assert result.statistics["input"] == 5 and result.statistics["kept"] == 4
-    assert result.statistics["invalid_source"] == 1
+    assert result.statistics["train"]["input"] == 5 and result.statistics["train"]["kept"] == 4
+    assert result.statistics["train"]["invalid_source"] == 1
     out = tmp_path / "out"
     kept = datasets.load_from_disk(str(out / "dataset"))["train"]
     assert kept["id"] == ["0", "1", "2", "3"] and kept["domain"] == ["alarm", "music", "call", "music"]
@@ -169,7 +170,7 @@ def test_run_writes_dataset_card_and_resumes_only_missing_shards(tmp_path):
     again = DictTranslator()
     result = translate_align(cfg, TranslateAlignModels(again, TableAligner()), inputs=dataset)
     assert again.calls == ["call mom"]  # shard 1 = rows 2 (invalid, never translated) and 3
-    assert result.statistics["kept"] == 4
+    assert result.statistics["train"]["kept"] == 4
 
 
 def test_command_with_tiny_m2m100_and_eflomal(tmp_path, tiny_m2m100, shared_data):
@@ -219,8 +220,8 @@ def test_hinglish_top_human_rewrite_projects_slots_well(tmp_path, shared_data):
     def slot_f1(method, symmetrization):
         cfg = config(tmp_path, tgt_lang="hi", method=method, tokenization="whitespace", keep_incomplete=True,
                      symmetrization=symmetrization)
-        kept, _, reasons = process_batch(validation, cfg, TranslateAlignModels(DictTranslator(rewrite),
-                                                                               OneEflomalRun(symmetrization)))
+        kept, _, reasons = as_rows(align_batch(validation, cfg, TranslateAlignModels(DictTranslator(rewrite),
+                                                                               OneEflomalRun(symmetrization))))
         assert reasons["nested_source"] > 100  # Hinglish-TOP nests intents in slots in ~14% of rows
         tp = predicted = expected = 0
         for row in kept:
@@ -254,7 +255,7 @@ def test_tsv_run_reports_bad_lines_by_file_and_line(tmp_path):
         "just text, no parse",
     ]).encode("utf-8") + b"\nplay \xff music\t[IN:PLAY_MUSIC play music ]\n")
     result = translate_align(config(tmp_path, input=str(path)), TranslateAlignModels(DictTranslator(), TableAligner()))
-    assert result.statistics["input"] == 5 and result.statistics["kept"] == 2
+    assert result.statistics["train"]["input"] == 5 and result.statistics["train"]["kept"] == 2
     dropped = datasets.load_from_disk(str(tmp_path / "out" / "discarded"))["train"]
     assert dropped["source"] == ["en.tsv:2", "en.tsv:4", "en.tsv:5"]
     assert set(dropped["reason"]) == {"invalid_source"}
@@ -264,19 +265,19 @@ def test_tsv_run_reports_bad_lines_by_file_and_line(tmp_path):
 def test_processes_split_shards_k_mod_n(tmp_path, monkeypatch):
     from synthesis_fakes import FakeState
 
-    import crop_hf.engine.shards as shards
+    from crop_hf.engine import processes
 
     parses = [f"[IN:CREATE_CALL call [SL:CONTACT n{i} ] ]" for i in range(7)]
     dataset = datasets.Dataset.from_dict({"parse": parses})
     cfg = config(tmp_path, shard_size=2)
     translators = []
     for index in (1, 0):  # the second process first: the main one merges what both wrote
-        monkeypatch.setattr(shards, "process_state", lambda index=index: FakeState(index, 2))
+        monkeypatch.setattr(processes, "process_state", lambda index=index: FakeState(index, 2))
         translators.append(DictTranslator())
         result = translate_align(cfg, TranslateAlignModels(translators[-1], TableAligner()), inputs=dataset)
     assert translators[0].calls == ["call n2", "call n3", "call n6"]  # shards 1 and 3
     assert translators[1].calls == ["call n0", "call n1", "call n4", "call n5"]  # shards 0 and 2
-    assert result.statistics["kept"] == 7
+    assert result.statistics["train"]["kept"] == 7
     kept = datasets.load_from_disk(str(tmp_path / "out" / "dataset"))["train"]
     assert kept["source"] == [f"train:{i}" for i in range(7)]
 
@@ -309,8 +310,8 @@ def test_rows_and_drops_hold_exactly_what_the_batch_made(tmp_path, caplog):
     ]
     cfg = config(tmp_path, num_beams=3, max_new_tokens=9, src_lang="en", tgt_lang="es")
     with caplog.at_level(logging.INFO, logger="crop_hf.augment.translate_align"):
-        kept, discarded, reasons = process_batch(items, cfg, TranslateAlignModels(
-            translator, TableAligner({"pon some música": [(0, 0)]})))
+        kept, discarded, reasons = as_rows(align_batch(items, cfg, TranslateAlignModels(
+            translator, TableAligner({"pon some música": [(0, 0)]}))))
     assert translator.kwargs[0] == {"src_lang": "en", "tgt_lang": "es", "num_return_sequences": 1, "num_beams": 3,
                                     "max_new_tokens": 9}
     # the batch, then (the translator refused it) each utterance alone: the parse's words unless one is given
@@ -350,11 +351,11 @@ def test_language_filter_detail_and_an_empty_batch(tmp_path):
 
     translator = DictTranslator({"play music": "english words"})
     items = [item("[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] ]", where="b:7"), item("[IN:CREATE_CALL call [SL:CONTACT mom ] ]")]
-    kept, discarded, _ = process_batch(items, config(tmp_path), TranslateAlignModels(translator, TableAligner()), Filter())
+    kept, discarded, _ = as_rows(align_batch(items, config(tmp_path), TranslateAlignModels(translator, TableAligner()), Filter()))
     assert [row["source"] for row in kept] == ["x.tsv:1"]
     assert (discarded[0]["reason"], discarded[0]["detail"]) == ("wrong_language", "b:7: identified as en")
     aligner = TableAligner()
-    assert process_batch([item("[IN:BROKEN")], config(tmp_path), TranslateAlignModels(DictTranslator(), aligner))[0] == []
+    assert as_rows(align_batch([item("[IN:BROKEN")], config(tmp_path), TranslateAlignModels(DictTranslator(), aligner)))[0] == []
     assert aligner.calls == 0  # nothing left to align: the aligner is not called
 
 
@@ -362,15 +363,15 @@ def test_hybrid_lexical_matches_count_as_projected(tmp_path):
     # "adele" is found in the translation as is (lexical "found"), "music" through the alignment
     translator = DictTranslator({"play music by adele": "pon música de adele"})
     items = [item("[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] by [SL:MUSIC_ARTIST_NAME adele ] ]")]
-    kept, discarded, _ = process_batch(items, config(tmp_path, method="hybrid"),
-                                       TranslateAlignModels(translator, TableAligner()))
+    kept, discarded, _ = as_rows(align_batch(items, config(tmp_path, method="hybrid"),
+                                       TranslateAlignModels(translator, TableAligner())))
     assert not discarded and kept[0]["method"] == "hybrid"
     assert kept[0]["projection_status"] == ["projected", "found"]
     assert kept[0]["parse"] == "[IN:PLAY_MUSIC pon [SL:MUSIC_TYPE música ] de [SL:MUSIC_ARTIST_NAME adele ] ]"
     # a similarity match ("adelle") is kept as projected too
     translator = DictTranslator({"play music by adele": "pon música de adelle"})
-    kept, discarded, _ = process_batch(items, config(tmp_path, method="hybrid?threshold=70"), TranslateAlignModels(
-        translator, TableAligner({"pon música de adelle": [(0, 0), (1, 1)]})))
+    kept, discarded, _ = as_rows(align_batch(items, config(tmp_path, method="hybrid?threshold=70"), TranslateAlignModels(
+        translator, TableAligner({"pon música de adelle": [(0, 0), (1, 1)]}))))
     assert not discarded and kept[0]["projection_status"] == ["fuzzy", "fuzzy"]
     assert kept[0]["slot_tags"] == ["O", "B-MUSIC_TYPE", "O", "B-MUSIC_ARTIST_NAME"]
 
@@ -384,7 +385,7 @@ def test_config_checks_and_result_report(tmp_path):
                                          r"alignment or scored by the translation model: method must be one of "
                                          r"alignment, hybrid, insertion, rerank, hybrid_rerank, got 'lexical'$"):
         config(tmp_path, method="lexical")
-    with pytest.raises(ValueError, match=r"^shard_size must be positive, got 0$"):
+    with pytest.raises(ValueError, match=r"^shard_size must be at least 1, got 0$"):
         config(tmp_path, shard_size=0)
     assert config(tmp_path, shard_size=1).shard_size == 1
     with pytest.raises(ValueError, match=r"^unknown symmetrization 'diagonal'; expected one of intersection, union"):
@@ -395,13 +396,18 @@ def test_config_checks_and_result_report(tmp_path):
     assert "symmetrization" not in arguments
     assert config(tmp_path, symmetrization="grow-diag-final").result_arguments()["symmetrization"] == "grow-diag-final"
     assert ("input", "kept", *TRANSLATE_ALIGN_REASONS) == STATISTICS_COLUMNS
-    result = TranslateAlignResult(Path("out"), {"input": 3, "kept": 2, "slots_lost": 1})
+    out = tmp_path / "out"
+    result = TranslateAlignResult(out, {"train": {c: {"input": 3, "kept": 2, "slots_lost": 1}.get(c, 0)
+                                                  for c in STATISTICS_COLUMNS}})
     table = result.table().splitlines()
-    assert table[0].split() == list(STATISTICS_COLUMNS)
-    assert table[-1].split() == ["3", "2", "0", "0", "0", "0", "0", "1", "0"]
-    assert result.report() == (f"{result.table()}\n\ndataset: {Path('out/dataset')}\ndiscarded: "
-                               f"{Path('out/discarded')}\ncard: {Path('out/README.md')}")
-    assert TranslateAlignResult(Path("o")).statistics == {} and TranslateAlignResult(Path("o")).skipped_shards == 0
+    assert table[0].split() == ["split", *STATISTICS_COLUMNS]
+    assert table[-1].split() == ["train", "3", "2", "0", "0", "0", "0", "0", "1", "0"]  # one split: no total row
+    for name in ("dataset", "discarded"):
+        (out / name).mkdir(parents=True)
+    (out / "README.md").write_text("card")
+    assert result.report() == (f"{result.table()}\n\ndataset: {out / 'dataset'}\ndiscarded: {out / 'discarded'}"
+                               f"\ncard: {out / 'README.md'}")
+    assert TranslateAlignResult(Path("o")).statistics == {} and TranslateAlignResult(Path("o")).skipped_shards == {}
 
 
 def test_merge_writes_the_card_statistics_and_an_empty_dataset_when_nothing_is_kept(tmp_path, monkeypatch):
@@ -413,8 +419,8 @@ def test_merge_writes_the_card_statistics_and_an_empty_dataset_when_nothing_is_k
     monkeypatch.setattr(sys, "argv", ["/usr/local/bin/crop-hf", "translate-align", "--input", "en file.tsv"])
     result = translate_align(config(tmp_path, input=str(path)), TranslateAlignModels(DictTranslator(), TableAligner()))
     out = tmp_path / "out"
-    assert result.output_dir == Path(str(out)) and result.skipped_shards == 0
-    assert (out / "statistics.json").read_text(encoding="utf-8") == json.dumps(result.statistics, indent=2)
+    assert result.output_dir == Path(str(out)) and result.skipped_shards == {"train": 0}
+    assert (out / "statistics.json").read_text(encoding="utf-8") == json.dumps(result.statistics["train"], indent=2)
     card = (out / "README.md").read_text(encoding="utf-8")
     assert f"source_datasets:\n- {path}\n" in card and "pretty_name: CSTOP translate-and-align (es)" in card
     assert ("English parses were translated into `es` by `facebook/m2m100_418M`, the words aligned by eflomal "
@@ -426,7 +432,7 @@ def test_merge_writes_the_card_statistics_and_an_empty_dataset_when_nothing_is_k
     dataset = datasets.Dataset.from_dict({"parse": ["[IN:BROKEN"]})
     result = translate_align(config(tmp_path, input=dataset, output_dir=str(tmp_path / "mem")),
                              TranslateAlignModels(DictTranslator(), TableAligner()))
-    assert result.statistics["kept"] == 0
+    assert result.statistics["train"]["kept"] == 0
     kept = datasets.load_from_disk(str(tmp_path / "mem" / "dataset"))["train"]
     assert kept.num_rows == 0 and list(kept.features) == ["id", "utterance", "tokens", "intent", "slot_tags", "parse",
                                                           "domain", "lang", "source_utterance", "source_parse",
@@ -446,39 +452,38 @@ def test_round_trip_refuses_what_does_not_read_back_identically():
 def test_target_tokens_follow_the_tokenization_and_the_target_language(tmp_path):
     translator = DictTranslator({"call mom": "llama, mamá"})
     items = [item("[IN:CREATE_CALL call [SL:CONTACT mom ] ]")]
-    kept, _, _ = process_batch(items, config(tmp_path, tokenization="whitespace", keep_incomplete=True),
-                               TranslateAlignModels(translator, TableAligner()))
+    kept, _, _ = as_rows(align_batch(items, config(tmp_path, tokenization="whitespace", keep_incomplete=True),
+                               TranslateAlignModels(translator, TableAligner())))
     assert kept[0]["tokens"] == ["llama,", "mamá"]
-    kept, _, _ = process_batch(items, config(tmp_path, keep_incomplete=True),
-                               TranslateAlignModels(translator, TableAligner()))
+    kept, _, _ = as_rows(align_batch(items, config(tmp_path, keep_incomplete=True),
+                               TranslateAlignModels(translator, TableAligner())))
     assert kept[0]["tokens"] == ["llama", ",", "mamá"]
     # "auto": a language written without spaces is tokenized by character, even a Latin-script output
-    kept, _, _ = process_batch(items, config(tmp_path, tgt_lang="zh", tokenization="auto", keep_incomplete=True),
-                               TranslateAlignModels(DictTranslator({"call mom": "ab"}), TableAligner()))
+    kept, _, _ = as_rows(align_batch(items, config(tmp_path, tgt_lang="zh", tokenization="auto", keep_incomplete=True),
+                               TranslateAlignModels(DictTranslator({"call mom": "ab"}), TableAligner())))
     assert kept[0]["tokens"] == ["a", "b"] and kept[0]["parse"] == "[IN:CREATE_CALL a [SL:CONTACT b ] ]"
 
 
 def test_run_reads_the_configured_columns_split_and_limit_and_shows_its_bar(tmp_path, monkeypatch, caplog):
     import logging
 
-    from synthesis_fakes import FakeState, record_run_sharded
+    from synthesis_fakes import FakeState, record_bars
 
-    import crop_hf.engine.jobs as jobs
-    import crop_hf.engine.shards as shards
+    from crop_hf.engine import processes
 
     path = tmp_path / "en.tsv"
     path.write_text("q\tp\tparse\nCall Mom\t[IN:CREATE_CALL call [SL:CONTACT mom ] ]\t[IN:WRONG x ]\n"
                     "play music\t[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] ]\t[IN:WRONG y ]\n"
                     "set an alarm\t[IN:CREATE_ALARM set an alarm ]\t[IN:WRONG z ]\n", encoding="utf-8")
-    seen = record_run_sharded(monkeypatch, jobs)
+    seen = record_bars(monkeypatch)
     translator = DictTranslator()
     cfg = config(tmp_path, input=str(path), parse_column="p", utterance_column="q", max_examples=2, show_progress=True)
     with caplog.at_level(logging.INFO, logger="crop_hf.engine.jobs"):
         result = translate_align(cfg, TranslateAlignModels(translator, TableAligner()))
-    assert translator.calls == ["Call Mom", "play music"] and result.statistics["input"] == 2  # the q column
+    assert translator.calls == ["Call Mom", "play music"] and result.statistics["train"]["input"] == 2  # the q column
     kept = datasets.load_from_disk(str(result.output_dir / "dataset"))["train"]
     assert [parse.split()[0] for parse in kept["parse"]] == ["[IN:CREATE_CALL", "[IN:PLAY_MUSIC"]  # the p column
-    assert seen == [{"show_progress": True, "description": "translate-align", "unit": "parse"}]
+    assert seen == [{"desc": "translate-align es", "unit": "parse", "disable": False}]
     assert "es shard 0: 2 of 2 kept" in caplog.messages  # the driver's line (crop_hf.engine.jobs)
     # in-memory parses: their split names the rows; other inputs, another shard folder
     dataset = datasets.DatasetDict({"dev": datasets.Dataset.from_dict({"parse": ["[IN:CREATE_CALL call [SL:CONTACT mom ] ]"]})})
@@ -490,17 +495,18 @@ def test_run_reads_the_configured_columns_split_and_limit_and_shows_its_bar(tmp_
     translate_align(config(tmp_path, output_dir=str(tmp_path / "mem"), overwrite_output_dir=True),
                     TranslateAlignModels(DictTranslator(), TableAligner()), inputs=items)  # a list of ParseInput, as is
     assert datasets.load_from_disk(str(tmp_path / "mem" / "dataset"))["train"]["source"] == ["l:1"]
-    monkeypatch.setattr(shards, "process_state", lambda: FakeState(1, 2))  # not the main process: no merge
+    monkeypatch.setattr(processes, "process_state", lambda: FakeState(1, 2))  # not the main process: no merge
     other = translate_align(config(tmp_path, output_dir=str(tmp_path / "o2")),
                             TranslateAlignModels(DictTranslator(), TableAligner()), inputs=items)
     assert other.output_dir == tmp_path / "o2" and other.statistics == {}
+    assert not (tmp_path / "o2" / "statistics.json").exists()
 
 
 def test_every_lost_slot_is_named(tmp_path):
     translator = DictTranslator({"play music by adele": "x y z"})
     aligner = TableAligner({"x y z": [(0, 0)]})
     items = [item("[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] by [SL:MUSIC_ARTIST_NAME adele ] ]", where="w:3")]
-    _, discarded, _ = process_batch(items, config(tmp_path), TranslateAlignModels(translator, aligner))
+    _, discarded, _ = as_rows(align_batch(items, config(tmp_path), TranslateAlignModels(translator, aligner)))
     assert discarded[0]["detail"] == "w:3: MUSIC_TYPE 'music' unaligned, MUSIC_ARTIST_NAME 'adele' unaligned"
 
 
@@ -513,9 +519,9 @@ def test_other_in_memory_parses_start_another_shard_folder(tmp_path):
 
     first = run("[IN:CREATE_CALL call [SL:CONTACT mom ] ]")
     second = run("[IN:CREATE_CALL call [SL:CONTACT dad ] ]")
-    assert second.skipped_shards == 0 and len(list((tmp_path / "out" / "shards").glob("*/run.json"))) == 2
+    assert second.skipped_shards == {"train": 0} and len(list((tmp_path / "out" / "shards").glob("*/run.json"))) == 2
     kept = datasets.load_from_disk(str(second.output_dir / "dataset"))["train"]
-    assert kept["source_utterance"] == ["call dad"] and first.statistics["kept"] == 1
+    assert kept["source_utterance"] == ["call dad"] and first.statistics["train"]["kept"] == 1
 
 
 def test_the_models_align_with_the_configured_symmetrization(tmp_path, tiny_m2m100):
@@ -537,7 +543,7 @@ def test_an_aligner_passed_in_must_symmetrize_as_the_config_says(tmp_path):
         translate_align(config(tmp_path, symmetrization="grow-diag-final"), models, inputs=items)
     assert not (tmp_path / "out").exists()
     models.aligner = EflomalAligner(symmetrization="grow-diag-final")
-    assert translate_align(config(tmp_path, symmetrization="grow-diag-final"), models, inputs=items).statistics["input"] == 1
+    assert translate_align(config(tmp_path, symmetrization="grow-diag-final"), models, inputs=items).statistics["train"]["input"] == 1
 
 
 def test_the_step_returns_typed_records_and_a_parse_keeps_its_first_drop_reason(tmp_path):
@@ -576,13 +582,13 @@ def test_a_finished_run_never_loads_its_models(tmp_path, monkeypatch):
 
     monkeypatch.setattr(TranslateAlignModels, "load", classmethod(load))
     first = translate_align(config(tmp_path, device="cpu"), inputs=items)
-    assert loads == ["cpu"] and first.statistics["kept"] == 1  # loaded once, on the first shard
+    assert loads == ["cpu"] and first.statistics["train"]["kept"] == 1  # loaded once, on the first shard
     again = translate_align(config(tmp_path, device="cpu"), inputs=items)
-    assert loads == ["cpu"] and again.skipped_shards == 1 and again.statistics == first.statistics
+    assert loads == ["cpu"] and again.skipped_shards == {"train": 1} and again.statistics == first.statistics
     # the shard folder is named as before the job contract: the result fields, the inputs and the recipe
     cfg = config(tmp_path)
     job = TranslateAlignJob(cfg, inputs=items)
     assert job.store.fingerprint == fingerprint({**cfg.result_arguments(), "inputs": describe_inputs(items),
                                                  "recipe": "translate-align"})
-    assert (job.name, job.shard_keys(), job.split("es"), job.statistics_columns) == (
+    assert (job.name, job.keys, job.split("es"), job.statistics_columns) == (
         "translate-align", ["es"], "train", ("input", "kept", *TRANSLATE_ALIGN_REASONS))

@@ -17,17 +17,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crop_hf.engine.jobs import result_fields
+from crop_hf.errors import OutputExistsError
 from crop_hf.markers import get_marker_style
 from crop_hf.translation.data import load_marked_dataset
+from crop_hf.translation.mark_parallel import (
+    MarkParallelConfig,
+    mark_parallel,
+    pairs_from_dataset,
+    pairs_from_files,
+)
 from crop_hf.translation.parallel import (
     MarkingConfig,
     ParallelPair,
     consistent_phrase_pairs,
     mark_pair,
-    mark_parallel,
-    pairs_from_dataset,
-    pairs_from_files,
     read_function_words,
     select_phrase_pairs,
     without_function_word_edges,
@@ -184,7 +187,7 @@ def test_left_to_right_numbers_slot_prob_and_both_directions():
     config = MarkingConfig(max_slots=3, random_slot_numbers=False, both_directions=True, slot_prob=0.5, seed=0)
     result = mark_parallel(corpus(), config, aligner=DiagonalAligner())
     ds = result.dataset
-    assert ds.num_rows == 80 and result.counts["rows"] == 80
+    assert ds.num_rows == 80 and result.statistics["train"]["rows"] == 80
     assert Counter(zip(ds["src_lang"], ds["tgt_lang"], strict=True)) == {("en", "de"): 40, ("de", "en"): 40}
     style = get_marker_style("crop")
     unmarked = sum(not row["slots"] for row in ds)
@@ -241,10 +244,10 @@ def test_bad_pairs_are_dropped_and_counted_not_fatal():
              ParallelPair("", "x", "en", "de"), ParallelPair("a b", "   ", "en", "de"),
              ParallelPair("a __SLOT0__ b", "c d", "en", "de"), ParallelPair("a b", "c [ d ]", "en", "de")]
     crop = mark_parallel(pairs, MarkingConfig(), aligner=DiagonalAligner())
-    assert crop.counts["dropped_empty"] == 2 and crop.counts["dropped_has_marker"] == 1
+    assert crop.statistics["train"]["dropped_empty"] == 2 and crop.statistics["train"]["dropped_has_marker"] == 1
     assert crop.dataset.num_rows == 6  # the bracket is plain text for the crop style
     bracket = mark_parallel(pairs, MarkingConfig(marker_style="easyproject"), aligner=DiagonalAligner())
-    assert bracket.counts["dropped_has_marker"] == 1 and bracket.dataset.num_rows == 6
+    assert bracket.statistics["train"]["dropped_has_marker"] == 1 and bracket.dataset.num_rows == 6
 
 
 def test_files_of_different_lengths_name_both_files_and_counts(tmp_path):
@@ -279,7 +282,8 @@ def test_eflomal_on_multi30k_finds_real_phrase_pairs(shared_data):
     # eight); at 3,000 pairs, 11 to 20 times in six runs
     pairs = list(itertools.islice(pairs_from_files(folder / "train.en.gz", folder / "train.de.gz", "en", "de"), 3000))
     result = mark_parallel(pairs, MarkingConfig(max_slots=3, seed=0))
-    assert result.counts["marked_pairs"] == 3000 and result.timings["align"] > 0
+    timings = json.loads((result.output_dir / "statistics.json").read_text())["timings"]
+    assert result.statistics["train"]["marked_pairs"] == 3000 and timings["align"] > 0
     phrase_pairs = Counter((s["source"].lower(), s["target"].lower()) for row in result.dataset for s in row["slots"])
     assert phrase_pairs[("man", "mann")] >= 3, phrase_pairs.most_common(20)
     assert phrase_pairs[("dog", "hund")] >= 3, phrase_pairs.most_common(20)
@@ -330,13 +334,14 @@ def test_a_one_chunk_corpus_marks_as_before_the_shards():
     assert list(zip(result.dataset["source"], result.dataset["target"], strict=True)) == BEFORE_SHARDS
     rows = json.dumps(result.dataset.to_list(), sort_keys=True).encode()
     assert hashlib.sha256(rows).hexdigest() == BEFORE_SHARDS_SHA256
-    assert dict(result.counts) == {"read": 7, "dropped_empty": 1, "dropped_has_marker": 0, "dropped_too_long": 0,
+    assert result.statistics["train"] == {"read": 7, "dropped_empty": 1, "dropped_has_marker": 0, "dropped_too_long": 0,
                                    "marked_pairs": 6, "slots": 10, "rows": 12}
 
 
 def test_a_resumed_run_gives_the_rows_of_an_uninterrupted_one(tmp_path):
-    config = MarkingConfig(max_slots=3, max_phrase_length=2, seed=3, slot_prob=0.8, align_chunk_size=15)  # 3 chunks
-    whole = mark_parallel(corpus(), config, aligner=DiagonalAligner(), output_dir=tmp_path / "whole", inputs_id="c")
+    config = MarkParallelConfig(max_slots=3, max_phrase_length=2, seed=3, slot_prob=0.8, shard_size=15,  # 3 shards
+                                output_dir=str(tmp_path / "whole"))
+    whole = mark_parallel(corpus(), config, aligner=DiagonalAligner(), inputs_id="c")
     with pytest.raises(RuntimeError, match="aligner died"):  # killed while aligning chunk 1
         mark_parallel(corpus(), config, aligner=CountingAligner(fail_on=2), output_dir=tmp_path / "resumed",
                       inputs_id="c")
@@ -344,28 +349,31 @@ def test_a_resumed_run_gives_the_rows_of_an_uninterrupted_one(tmp_path):
     aligner = CountingAligner()
     resumed = mark_parallel(corpus(), config, aligner=aligner, output_dir=tmp_path / "resumed", inputs_id="c")
     assert aligner.calls == 2  # chunks 1 and 2: chunk 0 was finished
-    assert resumed.dataset.to_list() == whole.dataset.to_list() and resumed.counts == whole.counts
+    assert resumed.dataset.to_list() == whole.dataset.to_list() and resumed.statistics == whole.statistics
     # the first chunk draws from Random(seed), as a corpus of that chunk alone does
-    alone = mark_parallel(corpus()[:15], config, aligner=DiagonalAligner())
+    alone = mark_parallel(corpus()[:15], config, aligner=DiagonalAligner(), output_dir=tmp_path / "alone")
     assert whole.dataset.select(range(15)).to_list() == alone.dataset.to_list()
 
 
 def test_other_inputs_are_marked_afresh_not_taken_from_finished_shards(tmp_path):
-    config = MarkingConfig(max_slots=3, seed=3, align_chunk_size=15)
+    config = MarkParallelConfig(max_slots=3, seed=3, shard_size=15, output_dir=str(tmp_path))
     first = corpus()
     second = [dataclasses.replace(p, source=p.source + " omega", target=p.target + " OMEGA") for p in first]
-    fresh = mark_parallel(second, config, aligner=DiagonalAligner()).dataset.to_list()
-    mark_parallel(first, config, aligner=DiagonalAligner(), output_dir=tmp_path, inputs_id="first")
+    fresh = mark_parallel(second, config, aligner=DiagonalAligner(), output_dir=tmp_path / "fresh").dataset.to_list()
+    mark_parallel(first, config, aligner=DiagonalAligner(), inputs_id="first")
+    with pytest.raises(OutputExistsError, match="--overwrite_output_dir"):  # a plain job: other inputs are refused
+        mark_parallel(second, config, aligner=DiagonalAligner(), inputs_id="second")
+    config = dataclasses.replace(config, overwrite_output_dir=True)
     aligner = CountingAligner()
-    other = mark_parallel(second, config, aligner=aligner, output_dir=tmp_path, inputs_id="second")
+    other = mark_parallel(second, config, aligner=aligner, inputs_id="second")
     assert aligner.calls == 3 and other.dataset.to_list() == fresh
     aligner = CountingAligner()
-    assert mark_parallel(second, config, aligner=aligner, output_dir=tmp_path, inputs_id="second").dataset.to_list() \
+    assert mark_parallel(second, config, aligner=aligner, inputs_id="second").dataset.to_list() \
         == fresh and aligner.calls == 0  # the same inputs: every chunk was finished
     # pairs without inputs_id cannot be recognised: every run starts afresh, even with the settings of the last one
     for pairs in (first, second):
         aligner = CountingAligner()
-        unknown = mark_parallel(pairs, config, aligner=aligner, output_dir=tmp_path)
+        unknown = mark_parallel(pairs, config, aligner=aligner)
         assert aligner.calls == 3
     assert unknown.dataset.to_list() == fresh
 
@@ -377,14 +385,14 @@ def test_the_function_words_in_the_file_are_part_of_the_fingerprint(tmp_path):
     mark_parallel(corpus(), config, aligner=DiagonalAligner(), output_dir=tmp_path / "out", inputs_id="c")
     words_file.write_text("en\tbeta\n", encoding="utf-8")
     aligner = CountingAligner()
-    mark_parallel(corpus(), config, aligner=aligner, output_dir=tmp_path / "out", inputs_id="c")
+    mark_parallel(corpus(), config, aligner=aligner, output_dir=tmp_path / "out", inputs_id="c", overwrite_output_dir=True)
     assert aligner.calls == 1
 
 
 def test_the_output_folder_data_files_card_and_discarded_pairs(tmp_path):
     pairs = [*corpus(23), ParallelPair("", "x", "en", "de", "mem", 99)]
-    config = MarkingConfig(max_slots=3, seed=3, shard_size=10, align_chunk_size=15)
-    result = mark_parallel(pairs, config, aligner=DiagonalAligner(), output_dir=tmp_path, inputs_id="pairs")
+    config = MarkParallelConfig(max_slots=3, seed=3, rows_per_file=10, shard_size=15, output_dir=str(tmp_path))
+    result = mark_parallel(pairs, config, aligner=DiagonalAligner(), inputs_id="pairs")
     files = sorted(tmp_path.glob("data-*.parquet"))
     assert [pq.read_metadata(path).num_rows for path in files] == [10, 10, 3]
     assert all(pq.read_schema(path).equals(DATA_SCHEMA, check_metadata=False) for path in files)
@@ -394,11 +402,46 @@ def test_the_output_folder_data_files_card_and_discarded_pairs(tmp_path):
     card = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert "en-de" in card and "dropped_empty" in card and "`phrase_pairs`" in card
     statistics = json.loads((tmp_path / "statistics.json").read_text(encoding="utf-8"))
-    assert statistics["counts"] == dict(result.counts) and statistics["marking"]["seed"] == 3
-    # shard_size only cuts the rows into files: the finished shards are reused and the old files replaced
-    assert "shard_size" not in result_fields(MarkingConfig) and "align_chunk_size" in result_fields(MarkingConfig)
+    assert statistics["counts"] == result.statistics["train"] and statistics["marking"]["seed"] == 3
+    assert set(statistics["timings"]) == {"read", "align", "extract_and_mark", "write", "total"}
+    assert statistics["inputs"] == "pairs" and "time (s): read " in result.report()
+    # rows_per_file only cuts the rows into files: the finished shards are reused and the old files replaced; the
+    # shard size keeps its former name, align_chunk_size, in the fingerprint
+    assert "rows_per_file" not in config.result_arguments() and config.result_arguments()["align_chunk_size"] == 15
     aligner = CountingAligner()
-    again = mark_parallel(pairs, dataclasses.replace(config, shard_size=100), aligner=aligner, output_dir=tmp_path,
-                          inputs_id="pairs")
+    again = mark_parallel(pairs, dataclasses.replace(config, rows_per_file=100), aligner=aligner, inputs_id="pairs")
     assert aligner.calls == 0 and [p.name for p in tmp_path.glob("data-*.parquet")] == ["data-00000.parquet"]
     assert again.dataset.to_list() == result.dataset.to_list()
+
+
+def test_the_command_is_a_plain_job_with_one_meaning_of_shard_size(tmp_path, monkeypatch, caplog, capsys):
+    """``--shard_size`` is the pairs aligned and resumed together (``--align_chunk_size`` still reads, said once);
+    statistics.json is written once, atomically, by the driver; other settings in the folder are refused."""
+    import logging
+
+    from crop_hf.cli import main as cli
+    from crop_hf.engine import jobs
+
+    pytest.importorskip("eflomal")
+    source, target = tmp_path / "s.txt", tmp_path / "t.txt"
+    source.write_text("".join(f"the cat number {i} sleeps\n" for i in range(25)), encoding="utf-8")
+    target.write_text("".join(f"die Katze Nummer {i} schläft\n" for i in range(25)), encoding="utf-8")
+    written = []
+    real = jobs.atomic_write_bytes
+    monkeypatch.setattr(jobs, "atomic_write_bytes", lambda path, data: written.append(path.name) or real(path, data))
+    out = tmp_path / "marked"
+    command = ["mark-parallel", "--source_files", str(source), "--target_files", str(target), "--language_pairs",
+               "en-de", "--output_dir", str(out), "--no_show_progress", "--rows_per_file", "20"]
+    with caplog.at_level(logging.WARNING, logger="crop-hf"):
+        assert cli([*command, "--align_chunk_size", "10"]) == 0
+    assert "crop-hf mark-parallel: --align_chunk_size is renamed --shard_size" in caplog.text
+    assert written.count("statistics.json") == 1 and len(list((out / "shards").glob("*/train/*.json"))) == 3
+    assert [pq.read_metadata(path).num_rows for path in sorted(out.glob("data-*.parquet"))] == [20, 5]
+    run = json.loads(next((out / "shards").glob("*/run.json")).read_text())
+    assert run["align_chunk_size"] == 10 and "rows_per_file" not in run and "shard_size" not in run
+    capsys.readouterr()
+    assert cli([*command, "--shard_size", "10"]) == 0  # the same run, in today's spelling: resumed
+    assert "resumed: skipped 3 shard(s) an earlier run had finished (train 3)" in capsys.readouterr().out
+    assert cli([*command, "--shard_size", "12"]) == 1  # other settings: refused, not replaced
+    assert cli([*command, "--shard_size", "12", "--overwrite_output_dir"]) == 0
+    assert json.loads((out / "statistics.json").read_text())["marking"]["shard_size"] == 12

@@ -19,8 +19,9 @@ from crop_hf.cli import main as cli
 from crop_hf.translation.arguments import parse_translation_arguments
 from crop_hf.translation.data import collate_pairs, tokenize_pairs
 from crop_hf.translation.evaluate import score_direction
+from crop_hf.translation.mark_parallel import mark_parallel
 from crop_hf.translation.marker_tokens import add_marker_tokens
-from crop_hf.translation.parallel import MarkingConfig, ParallelPair, mark_parallel
+from crop_hf.translation.parallel import MarkingConfig, ParallelPair
 from crop_hf.translation.train import _LabelledPositions, marker_weighted_loss, train_translation
 
 

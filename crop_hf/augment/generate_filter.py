@@ -7,7 +7,7 @@
 2. **Fine-tune** a seq2seq generator (default ``facebook/bart-base``) on English parse →
    code-switched parse, with a small Accelerate loop (:func:`fine_tune`).
 3. **Generate** with beam search from the English parses of the pool (:func:`generate`).
-4. **Filter** (:func:`filter_generations`): a generation is dropped, counted, when it is not a
+4. **Filter** (:func:`judge_generations`): a generation is dropped, counted, when it is not a
    valid flat tree (``invalid_tree``), is already in the few-shot set (``in_few_shot``), has a
    signature other than its source's (``signature_changed``) or repeats an earlier generation
    (``duplicate``).
@@ -37,29 +37,22 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from crop_hf.arguments import changes_results
 from crop_hf.augment.card import augmentation_card
 from crop_hf.augment.inputs import BadParse, iter_parse_inputs, read_parse
 from crop_hf.data.fewshot import few_shot_indices
+from crop_hf.engine import processes
 from crop_hf.engine.arguments import TrainingLoopArguments
-from crop_hf.engine.jobs import CorpusJob, ShardResult, result_arguments, run_job
-from crop_hf.engine.shards import (
-    check_output_dir,
-    merge_shards,
-    process_state,
-    row_descriptions,
-    save_dataset_dict,
-    shards_of,
-)
+from crop_hf.engine.jobs import CorpusJob, JobResult, ShardResult, run_job
+from crop_hf.engine.options import RunOptions
+from crop_hf.engine.shards import merge_shards, row_descriptions, save_dataset_dict, shards_of
 from crop_hf.engine.training import TrainingTask, start, telling_where_saved, train
 from crop_hf.errors import EmptyInputError, check_model
 from crop_hf.seqlogical import FlatParse, parse, to_flat
-from crop_hf.tables import format_table
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["FILTER_REASONS", "GENERATE_FILTER_REASONS", "INPUT_REASONS", "AugmentedParse", "DiscardedParse",
-           "GenerateFilterConfig", "GenerateFilterJob", "GenerateFilterResult", "GenerationPlan", "filter_generations",
+           "GenerateFilterConfig", "GenerateFilterJob", "GenerateFilterResult", "GenerationPlan",
            "fine_tune", "generate", "generate_and_filter", "judge_generations", "neighbour_pairs", "read_plan",
            "signature"]
 
@@ -150,7 +143,14 @@ def neighbour_pairs(code_switched: Sequence[FlatParse], english: Sequence[FlatPa
 def judge_generations(sources: Sequence[str], generations: Sequence[Sequence[str]],
                       few_shot: Sequence[str]) -> ShardResult[AugmentedParse, DiscardedParse]:
     """Judge each generation of each English source parse (the step of one shard): kept rows, dropped
-    rows with their reason, and the count of generations (``generated``)."""
+    rows with their reason, and the count of generations (``generated``).
+
+    >>> judged = judge_generations(
+    ...     ["[IN:A stop [SL:X timer ] ]"],
+    ...     [["[IN:A roko [SL:X timer ] ]", "[IN:A roko timer ]", "[IN:A roko [SL:X timer ]"]], few_shot=[])
+    >>> [row.parse for row in judged.kept], dict(judged.reasons())
+    (['[IN:A roko [SL:X timer ] ]'], {'signature_changed': 1, 'invalid_tree': 1})
+    """
     seen = {str(parse(p)) for p in few_shot}
     produced: set[str] = set()
     result: ShardResult[AugmentedParse, DiscardedParse] = ShardResult([], [], {"generated": 0})
@@ -179,77 +179,53 @@ def judge_generations(sources: Sequence[str], generations: Sequence[Sequence[str
     return result
 
 
-def filter_generations(sources: Sequence[str], generations: Sequence[Sequence[str]],
-                       few_shot: Sequence[str]) -> tuple[list[dict], list[dict], Counter]:
-    """:func:`judge_generations` as rows: ``(kept rows, discarded rows, counts per reason)``.
-
-    >>> kept, dropped, counts = filter_generations(
-    ...     ["[IN:A stop [SL:X timer ] ]"],
-    ...     [["[IN:A roko [SL:X timer ] ]", "[IN:A roko timer ]", "[IN:A roko [SL:X timer ]"]], few_shot=[])
-    >>> [row["parse"] for row in kept], dict(counts)
-    (['[IN:A roko [SL:X timer ] ]'], {'signature_changed': 1, 'invalid_tree': 1})
-    """
-    return judge_generations(sources, generations, few_shot).rows()
-
-
 @dataclass
-class GenerateFilterConfig:
+class GenerateFilterConfig(RunOptions):
     """What generate-and-filter reads, the generator and its training, and where it writes.
 
-    The fields that change results are marked (:func:`~crop_hf.arguments.changes_results`); left
-    out: output_dir, overwrite_output_dir, lang (the run's one key: its shards have their own
-    folder), cpu (where the generator runs), save_model and show_progress. ``shard_size`` is
-    marked: the kept set does not depend on it, but a finished shard's number names its sources
-    only for one shard size.
+    Every field changes results (the run's fingerprint) but the run options, ``lang`` (the run's
+    one key: its shards have their own folder), ``cpu`` (where the generator runs) and
+    ``save_model``. ``shard_size`` counts: the kept set does not depend on it, but a finished
+    shard's number names its sources only for one shard size.
     """
 
-    few_shot: str = field(metadata=changes_results({
+    run_only = ("lang", "cpu", "save_model")
+
+    few_shot: str = field(metadata={
         "help": "Code-switched parses: a TSV or a source spec (hinglish_top?data_dir=DIR reads its code-switched "
-                "'parse' column)."}))
-    english: str = field(metadata=changes_results({
-        "help": "English parses: a TSV or a source spec (hinglish_top?data_dir=DIR reads en_parse)."}))
-    output_dir: str = field(metadata={"help": "Folder for shards, dataset/, discarded/, statistics.json and README.md."})
-    overwrite_output_dir: bool = field(
-        default=False, metadata={"help": "Replace a finished result of other settings in output_dir (without it, "
-                                         "such a folder is an error; the same settings resume)."})
+                "'parse' column)."})
+    english: str = field(metadata={
+        "help": "English parses: a TSV or a source spec (hinglish_top?data_dir=DIR reads en_parse)."})
     lang: str = field(default="hi", metadata={"help": "Language code mixed with English in the few-shot set "
                                                       "(hi: Hinglish, es: CSTOP's Spanglish); for the card."})
-    few_shot_split: str = field(default="train", metadata=changes_results({"help": "Split of the few-shot source."}))
-    english_split: str = field(default="train", metadata=changes_results({"help": "Split of the English source."}))
-    few_shot_parse_column: str = field(default="parse", metadata=changes_results({
-        "help": "Column of the code-switched parse."}))
-    english_parse_column: str | None = field(default=None, metadata=changes_results({
-        "help": "Column of the English parse (default en_parse, then parse)."}))
-    few_shot_size: int = field(default=100, metadata=changes_results({
-        "help": "Draw a CSTOP_100-style sample of this many rows covering every intent and slot (0: use all rows)."}))
-    few_shot_seed: int = field(default=0, metadata=changes_results({
-        "help": "Seed of the few-shot draw (CSTOP: 0, 1, 2)."}))
-    model: str = field(default="facebook/bart-base", metadata=changes_results({
-        "help": "Seq2seq generator to fine-tune."}))
-    top_k: int = field(default=10, metadata=changes_results({"help": "English neighbours per code-switched parse."}))
-    num_beams: int = field(default=5, metadata=changes_results({"help": "Beams of the generation."}))
-    num_return_sequences: int = field(default=1, metadata=changes_results({
-        "help": "Generations kept per English source."}))
-    max_sources: int | None = field(default=None, metadata=changes_results({
-        "help": "Generate from at most this many English parses."}))
-    shard_size: int = field(default=1000, metadata=changes_results({
-        "help": "English parses generated from per resumable shard."}))
-    epochs: int = field(default=10, metadata=changes_results({"help": "Fine-tuning epochs."}))
-    learning_rate: float = field(default=5e-5, metadata=changes_results({"help": "AdamW learning rate."}))
-    batch_size: int = field(default=16, metadata=changes_results({"help": "Batch size of fine-tuning and generation."}))
-    max_length: int = field(default=128, metadata=changes_results({"help": "Longest parse, in model tokens."}))
-    seed: int = field(default=0, metadata=changes_results({"help": "Seed of fine-tuning."}))
+    few_shot_split: str = field(default="train", metadata={"help": "Split of the few-shot source."})
+    english_split: str = field(default="train", metadata={"help": "Split of the English source."})
+    few_shot_parse_column: str = field(default="parse", metadata={
+        "help": "Column of the code-switched parse."})
+    english_parse_column: str | None = field(default=None, metadata={
+        "help": "Column of the English parse (default en_parse, then parse)."})
+    few_shot_size: int = field(default=100, metadata={
+        "help": "Draw a CSTOP_100-style sample of this many rows covering every intent and slot (0: use all rows)."})
+    few_shot_seed: int = field(default=0, metadata={
+        "help": "Seed of the few-shot draw (CSTOP: 0, 1, 2)."})
+    model: str = field(default="facebook/bart-base", metadata={
+        "help": "Seq2seq generator to fine-tune."})
+    top_k: int = field(default=10, metadata={"help": "English neighbours per code-switched parse."})
+    num_beams: int = field(default=5, metadata={"help": "Beams of the generation."})
+    num_return_sequences: int = field(default=1, metadata={
+        "help": "Generations kept per English source."})
+    max_sources: int | None = field(default=None, metadata={
+        "help": "Generate from at most this many English parses."})
+    shard_size: int = field(default=1000, kw_only=True, metadata={
+        "help": "English parses generated from per resumable shard."})
+    epochs: int = field(default=10, metadata={"help": "Fine-tuning epochs."})
+    learning_rate: float = field(default=5e-5, metadata={"help": "AdamW learning rate."})
+    batch_size: int = field(default=16, metadata={"help": "Batch size of fine-tuning and generation."})
+    max_length: int = field(default=128, metadata={"help": "Longest parse, in model tokens."})
+    seed: int = field(default=0, metadata={"help": "Seed of fine-tuning."})
     cpu: bool = field(default=False, metadata={"help": "Train on the CPU even when an accelerator is there."})
     save_model: bool = field(default=False, metadata={"help": "Save the fine-tuned generator under output_dir/generator."})
-    show_progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
 
-    def __post_init__(self) -> None:
-        if self.shard_size < 1:
-            raise ValueError(f"shard_size must be positive, got {self.shard_size}")
-
-    def settings(self) -> dict[str, Any]:
-        """Every setting that changes the output (the fields marked so): the card's settings and the fingerprint."""
-        return result_arguments(self)
 
 
 def _read(source: Any, split: str, column: str | None, dropped: list[DiscardedParse], option: str) -> list[FlatParse]:
@@ -362,23 +338,11 @@ def generate(model, tokenizer, sources: Sequence[str], *, num_beams: int = 5, nu
     return outputs
 
 
-@dataclass
-class GenerateFilterResult:
-    """Where the run wrote and its funnel (``statistics``)."""
-
-    output_dir: Path
-    statistics: dict[str, int]
-    #: the finished shards of this process a resumed run skipped
-    skipped_shards: int = 0
-
-    def table(self) -> str:
-        return format_table(list(self.statistics), [list(self.statistics.values())])
-
-    def report(self) -> str:
-        return f"{self.table()}\n\ndataset: {self.output_dir / 'dataset'}\ncard: {self.output_dir / 'README.md'}"
+#: what a generate-and-filter run gives back (one type for every corpus job): the funnel is its ``train`` split
+GenerateFilterResult = JobResult
 
 
-class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilterResult]):
+class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse]):
     """Generate-and-filter on the corpus-job contract: one key (``config.lang``), whose shards are the
     English parses generated from (``config.shard_size`` each), saved as the split ``train``.
 
@@ -395,6 +359,8 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilter
     reasons = GENERATE_FILTER_REASONS
     kept_type = AugmentedParse
     dropped_type = DiscardedParse
+    keys_field = "lang"
+    split_name = "train"
     unit = "source"
     extra_counts = ("generated",)
 
@@ -414,9 +380,7 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilter
         key = self.config.lang
         if self.generator is not None or all(self.store.is_done(key, index) for index, _ in self.shards(key)):
             return  # nothing to fine-tune, or nothing left to generate
-        # run_sharded checks the folder too, but after this hook: not after minutes of fine-tuning.
         # Every process sees the same shards here: none can finish one before all have joined the training.
-        check_output_dir(self.store, self.shard_keys(), overwrite=self.config.overwrite_output_dir)
         self.train_generator()
 
     def train_generator(self) -> None:
@@ -442,15 +406,9 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilter
 
     def save_generator(self) -> None:
         """The fine-tuned generator and its tokenizer to ``output_dir/generator`` (main process)."""
-        if process_state().is_main_process:
+        if processes.process_state().is_main_process:
             self.model.save_pretrained(self.output_dir / "generator")
             self.tokenizer.save_pretrained(self.output_dir / "generator")
-
-    def shard_keys(self) -> list[str]:
-        return [self.config.lang]
-
-    def split(self, key: str) -> str:
-        return "train"
 
     def shards(self, key: str):
         return shards_of(self.plan.sources, self.config.shard_size)
@@ -468,7 +426,7 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilter
                                        batch_size=config.batch_size, max_length=config.max_length)
         return judge_generations(sources, generations, self.plan.few_shot_parses)
 
-    def write_outputs(self, statistics: Mapping[str, Mapping[str, float]]) -> None:
+    def write_outputs(self) -> None:
         import datasets
 
         finished = list(self.store.finished(self.config.lang))
@@ -490,18 +448,22 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilter
         save_dataset_dict(datasets.DatasetDict({"train": kept}), self.output_dir / "dataset")
         save_dataset_dict(datasets.DatasetDict({"train": dropped}), self.output_dir / "discarded")
 
-    def statistics_record(self, statistics: Mapping[str, Mapping[str, float]]) -> dict[str, int]:
+    def counts(self, statistics: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
         """The funnel: the plan's counts, the generations, each reason, the kept generations (after the merge)."""
         counts, plan = statistics[self.config.lang], self.plan
         inputs = Counter(row.reason for row in plan.dropped)
         filtered = {reason: counts[reason] for reason in FILTER_REASONS}
         filtered["duplicate"] += self.repeated
-        return {"few_shot": len(plan.few_shot), "english": len(plan.english), "pairs": len(plan.pairs),
-                "sources": len(plan.sources), "generated": counts["generated"],
-                **{reason: inputs[reason] for reason in INPUT_REASONS}, **filtered, "kept": counts["kept"] - self.repeated}
+        return {"train": {"few_shot": len(plan.few_shot), "english": len(plan.english), "pairs": len(plan.pairs),
+                          "sources": len(plan.sources), "generated": counts["generated"],
+                          **{reason: inputs[reason] for reason in INPUT_REASONS}, **filtered,
+                          "kept": counts["kept"] - self.repeated}}
+
+    def statistics_file(self, counts: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+        return dict(counts["train"])  # one language: the flat funnel, as ever
 
     def card(self, statistics: Mapping[str, Mapping[str, float]], *, command_line: str) -> str:
-        config, record = self.config, self.statistics_record(statistics)
+        config, record = self.config, statistics["train"]
         return augmentation_card(
             recipe="generate-and-filter",
             description=(f"`{config.model}` was fine-tuned to turn English parses into code-switched ones on "
@@ -511,10 +473,10 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilter
                          "(`origin`)."),
             languages=[config.lang, "en"], models={"generator": config.model}, counts=record,
             reasons={**COUNTS, **GENERATE_FILTER_REASONS, "kept": "generations kept"},
-            features=row_descriptions(AugmentedParse), command_line=command_line, settings=config.settings(),
+            features=row_descriptions(AugmentedParse), command_line=command_line, settings=config.result_arguments(),
             source=config.few_shot)
 
-    def after_merge(self, statistics: Mapping[str, Mapping[str, float]]) -> None:
+    def after_merge(self) -> None:
         if not self.config.save_model:
             return
         if self.model is not None:
@@ -524,9 +486,6 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse, GenerateFilter
                            "in this one (an earlier run with save_model saved its own under %s)",
                            self.output_dir / "generator")
 
-    def result(self, statistics: Mapping[str, Mapping[str, float]], skipped: Mapping[str, int]) -> GenerateFilterResult:
-        record = self.statistics_record(statistics) if statistics else {}
-        return GenerateFilterResult(self.output_dir, record, skipped_shards=skipped[self.config.lang])
 
 
 def _dataset(rows: Sequence[Any], features: Any) -> Any:
@@ -538,7 +497,7 @@ def _dataset(rows: Sequence[Any], features: Any) -> Any:
 
 
 def generate_and_filter(config: GenerateFilterConfig, *, generator: Callable[[list[str]], list[list[str]]] | None = None,
-                        few_shot: Any = None, english: Any = None) -> GenerateFilterResult:
+                        few_shot: Any = None, english: Any = None) -> JobResult:
     """Run the whole recipe (:class:`GenerateFilterJob`), resuming finished shards; ``generator`` (English
     parses → generations each) replaces fine-tuning and generation, and ``few_shot``/``english`` replace
     the configured sources (``Dataset``s)."""

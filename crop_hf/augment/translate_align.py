@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
@@ -39,12 +38,12 @@ from typing import Any
 
 from crop_hf.alignment import EflomalAligner
 from crop_hf.alignment.symmetrize import DEFAULT_SYMMETRIZATION, check_symmetrization
-from crop_hf.arguments import changes_results
 from crop_hf.augment.card import augmentation_card
 from crop_hf.augment.inputs import BadParse, ParseInput, iter_parse_inputs, read_parse
-from crop_hf.engine import shards
-from crop_hf.engine.jobs import CorpusJob, ShardResult, result_arguments, run_job
+from crop_hf.engine import processes
+from crop_hf.engine.jobs import CorpusJob, JobResult, ShardResult, run_job
 from crop_hf.engine.language import language_filter
+from crop_hf.engine.options import RunOptions
 from crop_hf.engine.records import each_or_none
 from crop_hf.engine.shards import row_descriptions, shards_of
 from crop_hf.errors import EmptyInputError, check_language_code, check_model
@@ -61,7 +60,6 @@ from crop_hf.projection.methods import (
     project_examples,
 )
 from crop_hf.seqlogical import FlatParse, from_flat, parse, to_flat
-from crop_hf.tables import format_table
 from crop_hf.translation.apertium import check_apertium, describe_translator, is_apertium, not_applicable
 from crop_hf.translation.loading import load_translator
 from crop_hf.translation.text_engine import TextEngineTranslationPipeline
@@ -69,7 +67,7 @@ from crop_hf.translation.text_engine import TextEngineTranslationPipeline
 logger = logging.getLogger(__name__)
 
 __all__ = ["TRANSLATE_ALIGN_REASONS", "AlignedParse", "DroppedParse", "ParseRecord", "TranslateAlignConfig",
-           "TranslateAlignJob", "TranslateAlignModels", "TranslateAlignResult", "align_batch", "process_batch",
+           "TranslateAlignJob", "TranslateAlignModels", "TranslateAlignResult", "align_batch",
            "translate_align"]
 
 #: Why an English parse gives no target parse (first reason wins), in funnel order.
@@ -123,61 +121,59 @@ FEATURES: dict[str, str] = {"id": "the row's number", **row_descriptions(Aligned
 
 
 @dataclass
-class TranslateAlignConfig:
+class TranslateAlignConfig(RunOptions):
     """What a translate-and-align run reads, which models it uses, and where it writes.
 
-    The fields that change results are marked (:func:`~crop_hf.arguments.changes_results`); left
-    out: output_dir, overwrite_output_dir, batch_size (how many utterances one translation call
-    takes), device and show_progress.
+    Every field changes results (the run's fingerprint) but the run options and ``batch_size`` (how
+    many utterances one translation call takes); ``symmetrization`` came later, so CSTOP's default
+    leaves the fingerprint of earlier runs as it was.
     """
 
-    input: str = field(metadata=changes_results({
+    run_only = ("batch_size",)
+    added_later = ("symmetrization",)
+
+    input: str = field(metadata={
         "help": "English parses: a TSV file (a bracket-parse column, optional utterance column), or a source spec "
-                "(hinglish_top?data_dir=DIR reads its en_* columns; cstop?data_dir=DIR; top; disk:PATH)."}))
-    output_dir: str = field(metadata={"help": "Folder for shards, dataset/, discarded/, statistics.json and README.md."})
-    tgt_lang: str = field(metadata=changes_results({
-        "help": "Target language code of the translation model's family (es, hi, ...)."}))
-    src_lang: str = field(default="en", metadata=changes_results({"help": "Language of the parses."}))
-    overwrite_output_dir: bool = field(
-        default=False, metadata={"help": "Replace a finished result of other settings in output_dir (without it, "
-                                         "such a folder is an error; the same settings resume)."})
-    mt_model: str = field(default="facebook/m2m100_418M", metadata=changes_results({
+                "(hinglish_top?data_dir=DIR reads its en_* columns; cstop?data_dir=DIR; top; disk:PATH)."})
+    tgt_lang: str = field(metadata={
+        "help": "Target language code of the translation model's family (es, hi, ...)."})
+    src_lang: str = field(default="en", metadata={"help": "Language of the parses."})
+    mt_model: str = field(default="facebook/m2m100_418M", metadata={
         "help": "Any seq2seq translation model (M2M100, NLLB, MarianMT, mBART-50), or 'apertium' (the rule-based "
-                "engine, from Debian's apertium and its pair packages; alignment methods only)."}))
-    mt_revision: str | None = field(default=None, metadata=changes_results({"help": "Revision of mt_model."}))
-    method: str = field(default="alignment", metadata=changes_results({
+                "engine, from Debian's apertium and its pair packages; alignment methods only)."})
+    mt_revision: str | None = field(default=None, metadata={"help": "Revision of mt_model."})
+    method: str = field(default="alignment", metadata={
         "help": "Projection method: alignment (CSTOP's split rule), hybrid (lexical first, alignment for the rest), "
                 "or scored by mt_model itself: insertion (a marker-trained mt_model places each slot's markers in "
                 "its translation; no alignment), rerank, hybrid_rerank (a multilingual mt_model ranks candidate "
-                "spans)."}))
-    # added after runs were written: CSTOP's default leaves their fingerprint as it was
-    symmetrization: str = field(default=DEFAULT_SYMMETRIZATION, metadata=changes_results({
+                "spans)."})
+    symmetrization: str = field(default=DEFAULT_SYMMETRIZATION, metadata={
         "help": "How eflomal's two directions are joined: grow-diag-final-and (CSTOP's), or grow-diag-final, which "
                 "places more words and projects better onto Hinglish (benchmarks/bench_projection_quality.py); "
-                "intersection, union, grow, grow-diag."}, unless_default=True))
-    split: str = field(default="train", metadata=changes_results({"help": "Split of a source spec to read."}))
-    parse_column: str | None = field(default=None, metadata=changes_results({
-        "help": "Column holding the English parse (default en_parse, then parse)."}))
-    utterance_column: str | None = field(default=None, metadata=changes_results({
-        "help": "Column holding the English utterance (default en_query/en_utterance/utterance)."}))
-    max_examples: int | None = field(default=None, metadata=changes_results({
-        "help": "Read at most this many English parses."}))
-    keep_incomplete: bool = field(default=False, metadata=changes_results({
-        "help": "Keep parses that lost a slot (CSTOP keeps every translation); else dropped as slots_lost."}))
-    language_filter: bool = field(default=True, metadata=changes_results({
-        "help": "Drop translations langid puts in src_lang (turn off for code-switched targets)."}))
-    tokenization: str = field(default="words", metadata=changes_results({
-        "help": "words, whitespace, characters or auto."}))
-    num_beams: int = field(default=4, metadata=changes_results({"help": "Beams of the translation."}))
-    max_new_tokens: int = field(default=128, metadata=changes_results({"help": "Longest translation, in model tokens."}))
+                "intersection, union, grow, grow-diag."})
+    split: str = field(default="train", metadata={"help": "Split of a source spec to read."})
+    parse_column: str | None = field(default=None, metadata={
+        "help": "Column holding the English parse (default en_parse, then parse)."})
+    utterance_column: str | None = field(default=None, metadata={
+        "help": "Column holding the English utterance (default en_query/en_utterance/utterance)."})
+    max_examples: int | None = field(default=None, metadata={
+        "help": "Read at most this many English parses."})
+    keep_incomplete: bool = field(default=False, metadata={
+        "help": "Keep parses that lost a slot (CSTOP keeps every translation); else dropped as slots_lost."})
+    language_filter: bool = field(default=True, metadata={
+        "help": "Drop translations langid puts in src_lang (turn off for code-switched targets)."})
+    tokenization: str = field(default="words", metadata={
+        "help": "words, whitespace, characters or auto."})
+    num_beams: int = field(default=4, metadata={"help": "Beams of the translation."})
+    max_new_tokens: int = field(default=128, metadata={"help": "Longest translation, in model tokens."})
     batch_size: int = field(default=16, metadata={"help": "Translation batch size."})
-    shard_size: int = field(default=5000, metadata=changes_results({
-        "help": "English parses per shard; each shard is aligned in one eflomal run, so larger shards align better."}))
+    shard_size: int = field(default=5000, kw_only=True, metadata={
+        "help": "English parses per shard; each shard is aligned in one eflomal run, so larger shards align better."})
     device: str | None = field(default=None, metadata={"help": "Device of the translation model (default: "
                                                                 "Accelerate's choice for this process)."})
-    show_progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_language_code(self.tgt_lang, "tgt_lang", "the English parses go in --input")
         check_language_code(self.src_lang, "src_lang")
 
@@ -187,8 +183,6 @@ class TranslateAlignConfig:
             raise ValueError(f"translate-and-align projects the English slots themselves, through a word alignment "
                              f"or scored by the translation model: method must be one of {', '.join(usable)}, got "
                              f"{self.method!r}")
-        if self.shard_size < 1:
-            raise ValueError(f"shard_size must be positive, got {self.shard_size}")
         check_symmetrization(self.symmetrization)
         if is_apertium(self.mt_model):
             _, refused = not_applicable(scoring_method=self.method if method.uses_scorer else None)
@@ -199,9 +193,6 @@ class TranslateAlignConfig:
                                  "translates text itself (no beams, scores or revisions)")
             check_apertium([(self.src_lang, self.tgt_lang)])  # binary and pair, before any work
 
-    def result_arguments(self) -> dict[str, Any]:
-        """Every setting that changes the output (the fields marked so): the shard fingerprint, less the inputs."""
-        return result_arguments(self)
 
 
 @dataclass
@@ -350,16 +341,6 @@ def align_batch(
     return ShardResult(kept, dropped)
 
 
-def process_batch(
-    items: Sequence[ParseInput],
-    config: TranslateAlignConfig,
-    models: TranslateAlignModels,
-    language_filter: Any = None,
-) -> tuple[list[dict], list[dict], Counter]:
-    """:func:`align_batch` as rows: ``(kept rows, discarded rows, reason counts)``."""
-    return align_batch(items, config, models, language_filter).rows()
-
-
 def _round_trip(tokens: Sequence[str], intent: str, slots: Sequence[Span]) -> str | None:
     """The parse of ``tokens`` with ``slots``, or ``None`` when it could not be read back identically."""
     try:
@@ -372,25 +353,11 @@ def _round_trip(tokens: Sequence[str], intent: str, slots: Sequence[Span]) -> st
     return text
 
 
-@dataclass
-class TranslateAlignResult:
-    """Where the run wrote, and its counts (``input``, ``kept`` and one per reason)."""
-
-    output_dir: Path
-    statistics: dict[str, int] = field(default_factory=dict)
-    #: the finished shards of this process a resumed run skipped
-    skipped_shards: int = 0
-
-    def table(self) -> str:
-        return format_table(list(STATISTICS_COLUMNS), [[self.statistics.get(c, 0) for c in STATISTICS_COLUMNS]])
-
-    def report(self) -> str:
-        out = self.output_dir
-        return (f"{self.table()}\n\ndataset: {out / 'dataset'}\ndiscarded: {out / 'discarded'}"
-                f"\ncard: {out / 'README.md'}")
+#: what a translate-and-align run gives back (one type for every corpus job); its ``statistics`` split is ``train``
+TranslateAlignResult = JobResult
 
 
-class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse, TranslateAlignResult]):
+class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse]):
     """Translate-and-align on the corpus-job contract: one key (the target language), whose shards are
     ``config.shard_size`` English parses each, saved as the split ``train``.
 
@@ -403,8 +370,9 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse, TranslateAlignResu
     reasons = TRANSLATE_ALIGN_REASONS
     kept_type = AlignedParse
     dropped_type = DroppedParse
+    keys_field = "tgt_lang"
+    split_name = "train"
     unit = "parse"
-    keys_option = "--tgt_lang"
 
     def __init__(self, config: TranslateAlignConfig, models: TranslateAlignModels | None = None,
                  inputs: Any = None) -> None:
@@ -438,15 +406,9 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse, TranslateAlignResu
     @cached_property
     def models(self) -> tuple[TranslateAlignModels, Any]:
         """The models and the language filter (``None`` when off), built on first use."""
-        config = self.config  # shards.process_state read through the module: a test's replacement is seen
-        models = self.given_models or TranslateAlignModels.load(config, device=config.device or shards.process_state().device)
+        config = self.config  # processes.process_state read through the module: a test's replacement is seen
+        models = self.given_models or TranslateAlignModels.load(config, device=config.device or processes.process_state().device)
         return models, language_filter(config.src_lang, config.tgt_lang) if config.language_filter else None
-
-    def shard_keys(self) -> list[str]:
-        return [self.config.tgt_lang]
-
-    def split(self, key: str) -> str:
-        return "train"
 
     def shards(self, key: str):
         config = self.config
@@ -467,8 +429,8 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse, TranslateAlignResu
         return dataset.add_column("id", [str(i) for i in range(len(dataset))]).cast(features) \
             .select_columns(list(features))
 
-    def statistics_record(self, statistics: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
-        return dict(statistics[self.config.tgt_lang])  # one language: the flat counts, as ever
+    def statistics_file(self, counts: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+        return dict(counts["train"])  # one language: the flat counts, as ever
 
     def card(self, statistics: Mapping[str, Mapping[str, float]], *, command_line: str) -> str:
         config = self.config
@@ -490,17 +452,14 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse, TranslateAlignResu
             description=(f"English parses were translated into `{config.tgt_lang}` by `{translator}`, "
                          f"{aligned}{placed}"),
             languages=[config.tgt_lang], models=models,
-            counts=self.statistics_record(statistics), reasons=TRANSLATE_ALIGN_REASONS, features=FEATURES,
+            counts=statistics["train"], reasons=TRANSLATE_ALIGN_REASONS, features=FEATURES,
             command_line=command_line, settings=config.result_arguments(),
             source=config.input if isinstance(config.input, str) else None)
 
-    def result(self, statistics: Mapping[str, Mapping[str, float]], skipped: Mapping[str, int]) -> TranslateAlignResult:
-        lang = self.config.tgt_lang
-        return TranslateAlignResult(self.output_dir, dict(statistics.get(lang, {})), skipped_shards=skipped[lang])
 
 
 def translate_align(config: TranslateAlignConfig, models: TranslateAlignModels | None = None,
-                    inputs: Any = None) -> TranslateAlignResult:
+                    inputs: Any = None) -> JobResult:
     """Run translate-and-align over ``config.input`` (or the in-memory ``inputs``: a ``Dataset``,
     ``DatasetDict`` or list of :class:`ParseInput`), resuming finished shards; the main process merges.
 

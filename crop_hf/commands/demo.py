@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import ClassVar
 
-from crop_hf.arguments import renamed_from
 from crop_hf.console import progress_bars, setup_logging
 from crop_hf.demo_models import build_tiny_m2m100, build_tiny_xlmr_ner
 from crop_hf.synthesis import SynthesisConfig, synthesize
@@ -27,9 +28,11 @@ SAMPLE_LANGUAGES = ("de", "es", "nl", "zh")
 class DemoConfig:
     """Options of ``crop-hf demo``."""
 
+    renamed: ClassVar[Mapping[str, str]] = {"target_langs": "tgt_langs"}
+
     output_dir: str | None = field(default=None, metadata={"help": "Where to write (default: a new temporary folder)."})
-    tgt_langs: list[str] = field(default_factory=lambda: list(SAMPLE_LANGUAGES), metadata=renamed_from(
-        "target_langs", {"help": f"Bundled sample languages to run ({' '.join(SAMPLE_LANGUAGES)})."}))
+    tgt_langs: list[str] = field(default_factory=lambda: list(SAMPLE_LANGUAGES), metadata={
+        "help": f"Bundled sample languages to run ({' '.join(SAMPLE_LANGUAGES)})."})
     show_progress: bool = field(default=True, metadata={"help": "Show progress bars (--no_show_progress hides "
                                                                  "every bar)."})
 

@@ -10,31 +10,35 @@ dataset card (``README.md``) to ``--output_dir``; ``crop-hf train-translation --
 that folder. A dataset with a ``translation`` column (or two text columns) works too: ``--dataset
 wmt19 --dataset_config de-en --language_pairs en-de``.
 
-Each chunk of ``--align_chunk_size`` pairs is a shard under ``--output_dir/shards/``: a rerun with
-the same options and unchanged inputs (same files, sizes and modification times) skips the
-finished chunks, and several processes share them (``ACCELERATE_USE_CPU=1 torchrun --standalone
+Each ``--shard_size`` pairs (formerly ``--align_chunk_size``) are aligned together and are a shard
+under ``--output_dir/shards/``: a rerun with the same options and unchanged inputs (same files,
+sizes and modification times) skips the finished shards, a folder holding a finished result of
+other options is refused unless ``--overwrite_output_dir``, and several processes share the shards (``ACCELERATE_USE_CPU=1 torchrun --standalone
 --nproc_per_node N -m crop_hf.cli mark-parallel ...``).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from crop_hf.console import setup_logging
-from crop_hf.engine import shards
+from crop_hf.engine import processes
+from crop_hf.engine.jobs import run_job
 from crop_hf.errors import EmptyInputError, check_output_path
-from crop_hf.translation.parallel import MarkingConfig, mark_parallel, pairs_from_dataset, pairs_from_files
+from crop_hf.translation.mark_parallel import (
+    MarkParallelConfig,
+    MarkParallelJob,
+    pairs_from_dataset,
+    pairs_from_files,
+)
 
 
 @dataclass
 class MarkParallelArguments:
-    """What to mark and where the result goes."""
+    """What to mark (where the result goes, and how, is :class:`MarkParallelConfig`)."""
 
-    output_dir: str = field(
-        metadata={"help": "Folder for the data-*.parquet shards, statistics.json, discarded/, README.md and the "
-                          "resumable shards/ of the run."})
     source_files: list[str] = field(
         default_factory=list, metadata={"help": "Source-side text files (.gz allowed), one per language pair."})
     target_files: list[str] = field(
@@ -47,10 +51,9 @@ class MarkParallelArguments:
     dataset_split: str = field(default="train", metadata={"help": "Split of --dataset."})
     source_column: str | None = field(default=None, metadata={"help": "Source text column (else 'translation')."})
     target_column: str | None = field(default=None, metadata={"help": "Target text column (else 'translation')."})
-    show_progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
 
 
-CONFIG_CLASSES = (MarkParallelArguments, MarkingConfig)
+CONFIG_CLASSES = (MarkParallelArguments, MarkParallelConfig)
 
 
 def _language_pairs(values: list[str]) -> list[tuple[str, str]]:
@@ -113,19 +116,13 @@ def inputs_id(args: MarkParallelArguments) -> str:
     return json.dumps({**described, "language_pairs": list(args.language_pairs)}, sort_keys=True)
 
 
-def run(args: MarkParallelArguments, marking: MarkingConfig) -> int:
+def run(args: MarkParallelArguments, config: MarkParallelConfig) -> int:
     import logging
 
     setup_logging(logging.INFO)
-    check_output_path(args.output_dir, "--output_dir")
-    pairs = _pairs(args)
-    result = mark_parallel(pairs, marking, output_dir=args.output_dir, show_progress=args.show_progress,
-                           inputs_id=inputs_id(args))
-    if not shards.process_state().is_main_process:
-        return 0
-    statistics = {"counts": dict(result.counts), "timings": result.timings, "marking": asdict(marking),
-                  "inputs": asdict(args)}
-    Path(args.output_dir, "statistics.json").write_text(json.dumps(statistics, indent=2) + "\n", encoding="utf-8")
-    print(result.report())
-    print(f"{result.dataset.num_rows} rows written to {args.output_dir}")
+    check_output_path(config.output_dir, "--output_dir")  # before the files are read
+    result = run_job(MarkParallelJob(config, _pairs(args), inputs_id=inputs_id(args)))
+    if processes.process_state().is_main_process:
+        print(result.report())
+        print(f"{result.statistics['train']['rows']} rows written to {config.output_dir}")
     return 0

@@ -3,34 +3,23 @@
 Corpus synthesis, translate-and-align, generate-and-filter and mark-parallel are each a
 :class:`CorpusJob`. A job declares four things:
 
-1. **its config**, a dataclass. The fields that change results are marked in their metadata
-   (``metadata=changes_results({"help": ...})``, :func:`crop_hf.arguments.changes_results`);
-   :func:`result_arguments` reads the marks by one rule for every job, and they make the run's
-   fingerprint (the name of its shard folder). A field added after runs were written is marked
-   ``unless_default=True``: at its default it is left out, so those runs keep their fingerprint.
-2. **how it reads its input**: :meth:`CorpusJob.shard_keys` (a target language, say) and
-   :meth:`CorpusJob.shards` (numbered lists of input items per key);
+1. **its config**, a :class:`~crop_hf.engine.options.RunOptions` dataclass; its fields that change
+   results make the run's fingerprint (the name of its shard folder), by one rule;
+2. **how it reads its input**: its keys are the values of one config field (:attr:`CorpusJob.keys_field`,
+   the target languages, say) and :meth:`CorpusJob.shards` gives each key's input in
+   numbered lists (:func:`~crop_hf.engine.shards.shards_of`);
 3. **a per-shard step**, :meth:`CorpusJob.process`, which returns a :class:`ShardResult` of typed
    kept and dropped records (dataclasses, declared as :attr:`CorpusJob.kept_type` and
    :attr:`CorpusJob.dropped_type`); each dropped record has a ``reason`` from the job's declared
    :attr:`CorpusJob.reasons`, and any other reason is an error, not a new column;
 4. **its card**, :meth:`CorpusJob.card`, rendered from its own config.
 
-:func:`run_job` does the rest alike for every job: the output-folder check, sharding, resume,
-several processes (:func:`crop_hf.engine.shards.run_sharded`), the merge into ``dataset/`` and
-``discarded/``, ``statistics.json``, the card (``README.md``) and the job's own extras;
-:func:`push_output` uploads a finished folder. The per-record pieces the jobs share sit beside
-this module (:mod:`~crop_hf.engine.records`, :mod:`~crop_hf.engine.language`,
-:func:`~crop_hf.engine.shards.shards_of`), so no feature package imports another.
-
->>> from dataclasses import dataclass, field
->>> @dataclass
-... class Config:
-...     output_dir: str = field(default="out", metadata={"help": "where"})
-...     max_words: int = field(default=128, metadata=changes_results({"help": "longest sentence"}))
-...     symmetrization: str = field(default="gdfa", metadata=changes_results({"help": "how"}, unless_default=True))
->>> result_arguments(Config()), result_arguments(Config(symmetrization="union"))
-({'max_words': 128}, {'max_words': 128, 'symmetrization': 'union'})
+:func:`run_job` does the rest alike for every job: the output-folder check (before any hook of
+the job), which process takes which shard, resume, the merge into ``dataset/`` and
+``discarded/``, ``statistics.json``, the card (``README.md``) and the job's own extras; it
+returns one :class:`JobResult`. :func:`push_output` uploads a finished folder. The storage
+underneath is :mod:`crop_hf.engine.shards`; the process helpers, shared with training, are
+:mod:`crop_hf.engine.processes`.
 """
 
 from __future__ import annotations
@@ -39,67 +28,37 @@ import dataclasses
 import json
 import logging
 import shlex
+import shutil
 import sys
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from crop_hf import hub
-from crop_hf.arguments import RENAMED_FROM, RESULT, UNLESS_DEFAULT, changes_results
+from crop_hf.engine import processes
 from crop_hf.engine.shards import (
     ShardStore,
     atomic_write_bytes,
+    check_output_dir,
     describe_inputs,
     merge_shards,
     row_features,
-    run_sharded,
     save_dataset_dict,
     shard_statistics,
 )
 from crop_hf.errors import check_output_path
+from crop_hf.tables import format_table
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "RESULT",
-    "UNLESS_DEFAULT",
-    "CorpusJob",
-    "ShardResult",
-    "changes_results",
-    "push_output",
-    "result_arguments",
-    "result_fields",
-    "run_job",
-]
+__all__ = ["CorpusJob", "JobResult", "ShardResult", "push_output", "run_job"]
 
 
 Kept = TypeVar("Kept")
 Dropped = TypeVar("Dropped")
-Result = TypeVar("Result")
-
-
-def result_fields(config_type: type) -> tuple[str, ...]:
-    """The names of ``config_type``'s fields marked as changing results, in field order."""
-    return tuple(f.name for f in dataclasses.fields(config_type) if f.metadata.get(RESULT))
-
-
-def result_arguments(config: Any) -> dict[str, Any]:
-    """The values of ``config``'s fields marked as changing results: what a run's fingerprint is made of.
-
-    A field marked :data:`UNLESS_DEFAULT` is left out while it holds its default; a renamed field
-    (:func:`crop_hf.arguments.renamed_from`) appears under its old name.
-    """
-    values = dataclasses.asdict(config)
-    arguments = {}
-    for item in dataclasses.fields(config):
-        mark = item.metadata.get(RESULT)
-        if not mark or (mark == UNLESS_DEFAULT and values[item.name] == item.default):
-            continue
-        # A renamed option keeps its old name here: the runs written before the rename keep their fingerprint.
-        arguments[item.metadata.get(RENAMED_FROM) or item.name] = values[item.name]
-    return arguments
 
 
 @dataclasses.dataclass
@@ -118,22 +77,79 @@ class ShardResult(Generic[Kept, Dropped]):
         """How many dropped records each reason has."""
         return Counter(getattr(record, "reason", None) for record in self.dropped)
 
-    def rows(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Counter]:
-        """``(kept rows, dropped rows, counts per reason)``: the records as the dicts a shard file holds."""
-        return ([dataclasses.asdict(row) for row in self.kept], [dataclasses.asdict(row) for row in self.dropped],
-                self.reasons())
+
+@dataclasses.dataclass
+class JobResult:
+    """What a corpus job's run gives back, alike for every job (:func:`run_job` builds it).
+
+    ``statistics[split]`` holds the counts of one split of the outputs (``input``, ``kept``, one
+    per drop reason, and the job's own), on the main process (empty on the others, which do not
+    merge). ``skipped_shards[split]``: this process's shards an earlier run had
+    finished. ``notes``: lines the report adds (how the labels were placed, where time went).
+    """
+
+    output_dir: Path
+    statistics: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    skipped_shards: dict[str, int] = dataclasses.field(default_factory=dict)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    #: what a split is, in the table's header (``"lang"``)
+    key_name: str = "split"
+
+    @property
+    def dataset_path(self) -> Path:
+        return self.output_dir / "dataset"
+
+    @property
+    def discarded_path(self) -> Path:
+        return self.output_dir / "discarded"
+
+    @cached_property
+    def dataset(self) -> Any:
+        """The kept rows: ``dataset/`` (a ``DatasetDict``, one split per key), or mark-parallel's
+        ``data-*.parquet`` files (one ``Dataset``), memory-mapped."""
+        import datasets
+
+        if self.dataset_path.is_dir():
+            return datasets.load_from_disk(str(self.dataset_path))
+        files = sorted(str(path) for path in self.output_dir.glob("data-*.parquet"))
+        return datasets.Dataset.from_parquet(files, split="train") if files else None
+
+    def empty(self) -> list[str]:
+        """The splits whose corpus came out empty after filtering."""
+        return [split for split, counts in self.statistics.items() if not counts.get("kept", 0)]
+
+    def table(self) -> str:
+        """The counts as a plain-text table: a row per split (and a total row when there are several)."""
+        columns = list(next(iter(self.statistics.values()), {}))
+        rows = [[split, *(counts.get(c, 0) for c in columns)] for split, counts in self.statistics.items()]
+        if len(rows) > 1:
+            rows.append(["total", *(sum(counts.get(c, 0) for counts in self.statistics.values()) for c in columns)])
+        return format_table([self.key_name, *columns], rows)
+
+    def report(self) -> str:
+        """The table, the notes and where the outputs are: what a command prints at the end of a run."""
+        lines = [self.table(), *self.notes]
+        if self.empty():
+            lines.append(f"nothing kept for {', '.join(self.empty())}: see {self.discarded_path} for why each "
+                         "was dropped")
+        data = self.output_dir / "data-*.parquet" if any(self.output_dir.glob("data-*.parquet")) else self.dataset_path
+        lines += ["", f"dataset: {data}", f"discarded: {self.discarded_path}", f"card: {self.output_dir / 'README.md'}"]
+        if any(self.skipped_shards.values()):
+            counts = ", ".join(f"{split} {count}" for split, count in self.skipped_shards.items() if count)
+            lines.append(f"resumed: skipped {sum(self.skipped_shards.values())} shard(s) an earlier run had "
+                         f"finished ({counts})")
+        return "\n".join(lines)
 
 
-class CorpusJob(ABC, Generic[Kept, Dropped, Result]):
+class CorpusJob(ABC, Generic[Kept, Dropped]):
     """A long corpus job on the one contract; :func:`run_job` runs it.
 
-    Subclasses set the class attributes and implement :meth:`shard_keys`, :meth:`shards`,
-    :meth:`process`, :meth:`card` and :meth:`result`; the other methods have defaults that suit
-    a job writing one ``DatasetDict`` split per key.
+    Subclasses set the class attributes and implement :meth:`shards`, :meth:`process` and
+    :meth:`card`; the other methods have defaults that suit a job writing one ``DatasetDict``
+    split per key.
 
     Args:
-        config: the job's config dataclass (with ``output_dir``; ``overwrite_output_dir`` and
-            ``show_progress`` when it has them).
+        config: the job's :class:`~crop_hf.engine.options.RunOptions`.
         inputs: in-memory inputs that replace the config's (part of the fingerprint, through
             their ``datasets`` fingerprint).
     """
@@ -144,55 +160,49 @@ class CorpusJob(ABC, Generic[Kept, Dropped, Result]):
     reasons: ClassVar[Mapping[str, str]]
     kept_type: ClassVar[type]
     dropped_type: ClassVar[type]
+    #: the config field whose value (a list, or one value) is the run's keys; ``None``: one key, ``"train"``
+    keys_field: ClassVar[str | None] = None
+    #: the split of ``dataset/`` and ``discarded/`` every key's rows go to; ``None``: the key's own
+    split_name: ClassVar[str | None] = None
+    #: what a split is, in the result's table (``"lang"``)
+    key_name: ClassVar[str] = "split"
     #: what the progress bar counts
     unit: ClassVar[str] = "it"
     #: what a key is, in the start-up line (``" of each language"``)
     per_key: ClassVar[str] = ""
     #: counts beyond ``input``, ``kept`` and the reasons that the statistics list (from :attr:`ShardResult.counts`)
     extra_counts: ClassVar[tuple[str, ...]] = ()
-    #: the option that lists the keys, as refusals name it (``"--tgt_langs"``); ``None``: the keys go unnamed
-    keys_option: ClassVar[str | None] = None
+    #: whether a rerun can tell its inputs from others; if not, a run starts afresh (its shard folder removed)
+    resumable: bool = True
 
     def __init__(self, config: Any, inputs: Any = None) -> None:
         self.config = config
         self.inputs = inputs
         self.store = ShardStore(self.output_dir, self.fingerprint_arguments())
 
-    # --- identity -------------------------------------------------------------------------------
-
     @property
     def output_dir(self) -> Path:
         return Path(self.config.output_dir)
 
     @property
-    def show_progress(self) -> bool:
-        """Whether the main process shows this run's progress bar (the config's ``show_progress``, else yes)."""
-        return getattr(self.config, "show_progress", True)
+    def keys(self) -> list[str]:
+        """The run's keys (each has its own shards and its own split of the outputs)."""
+        if self.keys_field is None:
+            return ["train"]
+        value = getattr(self.config, self.keys_field)
+        return [value] if isinstance(value, str) else list(value)
 
-    @property
-    def overwrite(self) -> bool:
-        """Whether a finished result of other settings in the output folder may be replaced."""
-        return getattr(self.config, "overwrite_output_dir", False)
+    def split(self, key: str) -> str:
+        return self.split_name or key
 
     def fingerprint_arguments(self) -> dict[str, Any]:
         """What makes the run's fingerprint: the config's result fields and the in-memory inputs."""
-        return {**result_arguments(self.config), "inputs": describe_inputs(self.inputs)}
+        return {**self.config.result_arguments(), "inputs": describe_inputs(self.inputs)}
 
     def option_spellings(self) -> dict[str, str]:
-        """How the user spells each fingerprint name (``{"max_sentences": "--max_examples"}``): the config's
-        fields, and those of a config it holds, by their option names; a renamed field keeps its old name
-        in the fingerprint."""
-        spellings: dict[str, str] = {}
-        configs = [self.config]
-        while configs:
-            config = configs.pop()
-            for item in dataclasses.fields(config):
-                value = getattr(config, item.name)
-                if dataclasses.is_dataclass(value) and not isinstance(value, type):
-                    configs.append(value)
-                else:
-                    spellings[item.metadata.get(RENAMED_FROM) or item.name] = f"--{item.name}"
-        return spellings
+        """How the user spells each fingerprint name (``{"max_sentences": "--max_examples"}``)."""
+        former = {name: old for old, name in self.config.renamed.items()}
+        return {former.get(item.name, item.name): f"--{item.name}" for item in dataclasses.fields(self.config)}
 
     @property
     def statistics_columns(self) -> tuple[str, ...]:
@@ -200,10 +210,6 @@ class CorpusJob(ABC, Generic[Kept, Dropped, Result]):
         return ("input", "kept", *self.reasons, *self.extra_counts)
 
     # --- what every job declares ----------------------------------------------------------------
-
-    @abstractmethod
-    def shard_keys(self) -> list[str]:
-        """The run's keys (each has its own shards and its own split of the outputs)."""
 
     @abstractmethod
     def shards(self, key: str) -> Iterable[tuple[int, Sequence[Any]]]:
@@ -215,20 +221,12 @@ class CorpusJob(ABC, Generic[Kept, Dropped, Result]):
 
     @abstractmethod
     def card(self, statistics: Mapping[str, Mapping[str, float]], *, command_line: str) -> str:
-        """The dataset card of the merged outputs (``README.md``)."""
-
-    @abstractmethod
-    def result(self, statistics: Mapping[str, Mapping[str, float]], skipped: Mapping[str, int]) -> Result:
-        """What :func:`run_job` returns (``statistics`` is empty on a process other than the main one)."""
+        """The dataset card of the merged outputs (``README.md``); ``statistics`` as :meth:`counts` gives them."""
 
     # --- hooks with defaults --------------------------------------------------------------------
 
     def before_run(self) -> None:
-        """Called once per run before any shard (warnings a user should see before hours of work)."""
-
-    def split(self, key: str) -> str:
-        """The split of ``dataset/`` and ``discarded/`` that ``key``'s rows go to."""
-        return key
+        """Called once per run, after the output folder is checked and before any shard (read inputs, warn)."""
 
     def kept_features(self) -> Any:
         """The ``datasets.Features`` of the kept rows."""
@@ -242,38 +240,43 @@ class CorpusJob(ABC, Generic[Kept, Dropped, Result]):
         """The merged kept rows of a key as they are saved (e.g. numbered)."""
         return dataset
 
-    def statistics_record(self, statistics: Mapping[str, Mapping[str, float]]) -> Any:
-        """What ``statistics.json`` holds (default: the counts per key)."""
-        return dict(statistics)
-
-    def write_outputs(self, statistics: Mapping[str, Mapping[str, float]]) -> None:
+    def write_outputs(self) -> None:
         """Write the merged outputs (main process, after every shard): ``dataset/`` and ``discarded/`` by default."""
         import datasets
 
         kept, dropped = datasets.DatasetDict(), datasets.DatasetDict()
-        for key in self.shard_keys():
+        for key in self.keys:
             finished = list(self.store.finished(key))
             kept[self.split(key)] = self.finish_kept(merge_shards(finished, True, self.kept_features()))
             dropped[self.split(key)] = merge_shards(finished, False, self.dropped_features())
         save_dataset_dict(kept, self.output_dir / "dataset")
         save_dataset_dict(dropped, self.output_dir / "discarded")
 
-    def after_merge(self, statistics: Mapping[str, Mapping[str, float]]) -> None:
+    def counts(self, statistics: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+        """The counts per split that the result, the card and ``statistics.json`` show (default: the shards' sums)."""
+        return {self.split(key): dict(values) for key, values in statistics.items()}
+
+    def statistics_file(self, counts: Mapping[str, Mapping[str, float]]) -> Any:
+        """What ``statistics.json`` holds (default: the counts per split)."""
+        return dict(counts)
+
+    def notes(self) -> list[str]:
+        """Lines the result's report adds below its table."""
+        return []
+
+    def after_merge(self) -> None:
         """Called on the main process once the outputs and the card are written (reports, saved models)."""
-
-
-def _check_types(records: Sequence[Any], expected: type, what: str, job: CorpusJob) -> None:
-    for record in records:
-        if not isinstance(record, expected):
-            raise TypeError(f"{job.name}: a {what} record must be a {expected.__name__}, got {type(record).__name__}")
 
 
 def _step(job: CorpusJob, key: str, index: int, items: Sequence[Any], status: Any):
     """Run the job's step on one shard and check its records: ``(kept rows, dropped rows, counts)``."""
     result = job.process(key, index, items, status)
-    _check_types(result.kept, job.kept_type, "kept", job)
-    _check_types(result.dropped, job.dropped_type, "dropped", job)
-    kept, dropped, reasons = result.rows()
+    for records, expected, what in ((result.kept, job.kept_type, "kept"), (result.dropped, job.dropped_type, "dropped")):
+        for record in records:
+            if not isinstance(record, expected):
+                raise TypeError(f"{job.name}: a {what} record must be a {expected.__name__}, got "
+                                f"{type(record).__name__}")
+    reasons = result.reasons()
     undeclared = sorted(str(reason) for reason in reasons if reason not in job.reasons)
     if undeclared:
         raise ValueError(f"{job.name}: dropped records with undeclared reason(s) {undeclared}; "
@@ -282,36 +285,90 @@ def _step(job: CorpusJob, key: str, index: int, items: Sequence[Any], status: An
     if unknown:
         raise ValueError(f"{job.name}: counts {unknown} are not among its extra_counts {list(job.extra_counts)}")
     logger.info("%s shard %d: %d of %d kept", key, index, len(result.kept), len(items))
-    return kept, dropped, {**reasons, **result.counts}
+    return ([dataclasses.asdict(row) for row in result.kept], [dataclasses.asdict(row) for row in result.dropped],
+            {**reasons, **result.counts})
 
 
-def _merge(job: CorpusJob) -> dict[str, dict[str, float]]:
-    statistics = {key: shard_statistics(job.store.finished(key), job.statistics_columns) for key in job.shard_keys()}
-    job.write_outputs(statistics)
+def _run_key(job: CorpusJob, key: str, state: Any) -> tuple[int, int]:
+    """This process's unfinished shards of ``key``, each written when done: ``(its shards, of which skipped)``.
+
+    Shard ``k`` belongs to process ``k % state.num_processes``; a finished shard is skipped (and
+    logged). The rows go into one Parquet file (``kept`` and the row as JSON in ``row``) with the
+    statistics ``input``, ``kept``, the counts and ``process_index``.
+    """
+    from tqdm.auto import tqdm
+
+    total = skipped = 0
+    shown = job.config.show_progress and state.is_main_process
+    with tqdm(desc=f"{job.name} {key}", unit=job.unit, disable=not shown) as progress:
+        for index, items in job.shards(key):
+            if index % state.num_processes != state.process_index:
+                continue
+            total += 1
+            if job.store.is_done(key, index):
+                skipped += 1
+            else:
+                kept, dropped, counts = _step(job, key, index, items, lambda text, index=index:
+                                              progress.set_postfix_str(f"shard {index}: {text}"))
+                stats = {"input": len(items), "kept": len(kept), **counts, "process_index": state.process_index}
+                # Kept and dropped rows share one file, so a shard is written (and renamed) in one step.
+                rows = [{"kept": flag, "row": json.dumps(row, ensure_ascii=False)}
+                        for flag, part in ((True, kept), (False, dropped)) for row in part]
+                job.store.write(key, index, rows, stats)
+            progress.update(len(items))
+    if skipped:  # each process says it for its own shards (only the main one's lines are shown by crop-hf)
+        logger.info("%s: resumed: skipped %d of %d shard(s) already finished in %s", key, skipped, total,
+                    job.store.root / key)
+    return total, skipped
+
+
+def _statistics(job: CorpusJob) -> dict[str, dict[str, float]]:
+    return {key: shard_statistics(job.store.finished(key), job.statistics_columns) for key in job.keys}
+
+
+def _merge(job: CorpusJob) -> None:
+    job.write_outputs()
+    counts = job.counts(_statistics(job))
     atomic_write_bytes(job.output_dir / "statistics.json",
-                       json.dumps(job.statistics_record(statistics), indent=2).encode("utf-8"))
+                       json.dumps(job.statistics_file(counts), indent=2).encode("utf-8"))
     command_line = shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]])
-    atomic_write_bytes(job.output_dir / "README.md", job.card(statistics, command_line=command_line).encode("utf-8"))
-    job.after_merge(statistics)
-    return statistics
+    atomic_write_bytes(job.output_dir / "README.md", job.card(counts, command_line=command_line).encode("utf-8"))
+    job.after_merge()
 
 
-def run_job(job: CorpusJob[Any, Any, Result]) -> Result:
+def run_job(job: CorpusJob) -> JobResult:
     """Run ``job`` to the end: every unfinished shard of this process, then (main process) the merge.
 
-    The output folder must not hold a finished result of other settings (``overwrite_output_dir``
-    lifts that); shard ``k`` of every key belongs to process ``k % num_processes``; a finished
-    shard is skipped on a rerun. The main process merges the finished shards (:meth:`CorpusJob.write_outputs`),
-    writes ``statistics.json`` and the card, and calls :meth:`CorpusJob.after_merge`. An output folder
-    that is a file (or lies under one) fails first, before :meth:`CorpusJob.before_run` reads or loads anything.
+    First, before any hook of the job reads or loads anything, the output folder is checked: it
+    must not be a file, nor hold a finished result of other settings (``overwrite_output_dir``
+    lifts that; :func:`~crop_hf.engine.shards.check_output_dir`). A job whose inputs cannot be
+    recognised again (``resumable`` false) starts afresh: the main process removes its shard
+    folder. Then :meth:`CorpusJob.before_run`; shard ``k`` of every key belongs to process ``k %
+    num_processes``; a finished shard is skipped on a rerun. The main process merges
+    (:meth:`CorpusJob.write_outputs`), writes ``statistics.json`` and the card, calls
+    :meth:`CorpusJob.after_merge` and records the result (``shards/result.json``) while the
+    others wait.
     """
     check_output_path(job.output_dir, "--output_dir")
-    keys = job.shard_keys()
+    keys, state = job.keys, processes.process_state()
+    # every process checks: all stop, none waits at a barrier
+    check_output_dir(job.store, keys, overwrite=job.config.overwrite_output_dir, spellings=job.option_spellings(),
+                     keys_name=f"--{job.keys_field}" if job.keys_field else None)
+    if not job.resumable:
+        if state.is_main_process:
+            shutil.rmtree(job.store.root, ignore_errors=True)
+        state.wait_for_everyone()
     job.before_run()
-    run = run_sharded(job.store, keys, job.shards, lambda *shard: _step(job, *shard), lambda: _merge(job),
-                      show_progress=job.show_progress, description=job.name, unit=job.unit, per_key=job.per_key,
-                      overwrite=job.overwrite, spellings=job.option_spellings(), keys_name=job.keys_option)
-    return job.result(run.merged or {}, dict(run.skipped))
+    if state.is_main_process:
+        logger.log(*processes.describe_processes(state, job.name, per=job.per_key))
+    skipped = {job.split(key): _run_key(job, key, state)[1] for key in keys}
+    state.wait_for_everyone()
+    if state.is_main_process:
+        _merge(job)
+        job.store.record_result(keys)
+    state.wait_for_everyone()
+    statistics = job.counts(_statistics(job)) if state.is_main_process else {}
+    return JobResult(job.output_dir, statistics, skipped, job.notes(), job.key_name)
 
 
 def push_output(output_dir: str | Path, repo_id: str, *, private: bool = False, token: str | None = None) -> str:

@@ -1,10 +1,8 @@
 """Long corpus runs in resumable, atomically written shards shared between processes.
 
-A run (corpus synthesis, translate-and-align) cuts each *key*'s input (a target language) into
-numbered shards. Shard ``k`` belongs to process ``k % num_processes`` (``torchrun`` /
-``accelerate launch``); each finished shard is written as one Parquet file plus a JSON
-statistics file, both under a temporary name and then renamed, so a killed run leaves either a
-whole shard or nothing. Shards live under a folder named after the run's *fingerprint* (a hash of
+A corpus job cuts each *key*'s input (a target language) into numbered shards; each finished
+shard is written as one Parquet file plus a JSON statistics file, both under a temporary name and
+then renamed, so a killed run leaves either a whole shard or nothing. Shards live under a folder named after the run's *fingerprint* (a hash of
 every argument that changes results): a rerun with the same arguments skips finished shards, a
 rerun with different arguments starts a fresh folder instead of mixing old and new results.
 When every process is done, the main process merges the finished shards into ``Dataset`` objects.
@@ -16,16 +14,13 @@ Layout (runs written by earlier releases resume: the paths, the fingerprint and 
     OUTPUT_DIR/shards/<fingerprint>/<key>/00042.parquet  rows of shard 42: ``kept`` (bool), ``row`` (JSON)
     OUTPUT_DIR/shards/<fingerprint>/<key>/00042.json     its statistics (written last: marks it done)
 
-The parts, lowest first: :func:`fingerprint` and :class:`ShardStore` (the folder),
-:func:`run_shards` (one key's shards of this process), :func:`merge_shards` and
-:func:`shard_statistics` (the main process's merge), :func:`save_dataset_dict` and
-:func:`atomic_write_bytes` (atomic outputs), and :func:`run_sharded`, the whole run every long
-job drives. Before anything is written, :func:`check_output_dir` refuses to replace a finished
-result of other settings (``OutputExistsError``, unless ``overwrite``); the run folder and its
-``run.json`` appear with the first finished shard, so a run that fails before it leaves the
-output folder as it was. :func:`describe_processes` is the line every long job logs at start.
-Rows are dataclasses whose ``datasets.Features`` come from their fields
-(:func:`row_features`, :func:`row_descriptions`).
+The parts: :func:`fingerprint` and :class:`ShardStore` (the folder, written shard by shard),
+:func:`check_output_dir` (a finished result of other settings is refused, ``OutputExistsError``,
+unless ``overwrite``; nothing is read but ``shards/``), :func:`read_shard_rows`,
+:func:`merge_shards` and :func:`shard_statistics` (the merge), :func:`save_dataset_dict` and
+:func:`atomic_write_bytes` (atomic outputs), :func:`row_features` and :func:`row_descriptions`
+(rows are dataclasses whose ``datasets.Features`` come from their fields). The run itself, which
+process takes which shard and when the merge happens, is :func:`crop_hf.engine.jobs.run_job`'s.
 
 >>> fingerprint({"b": 1, "a": [2]}) == fingerprint({"a": [2], "b": 1})
 True
@@ -34,7 +29,6 @@ True
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import itertools
 import json
@@ -45,9 +39,9 @@ import tempfile
 import types
 import typing
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from crop_hf.errors import OutputExistsError
 
@@ -56,21 +50,15 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "RESULT_RECORD",
     "FinishedShard",
-    "ShardRun",
     "ShardStore",
     "atomic_write_bytes",
     "check_output_dir",
     "describe_inputs",
-    "describe_processes",
     "fingerprint",
     "merge_shards",
-    "process_state",
     "read_shard_rows",
     "row_descriptions",
     "row_features",
-    "run_sharded",
-    "run_shards",
-    "running_alone",
     "save_dataset_dict",
     "shard_statistics",
     "shards_of",
@@ -79,10 +67,6 @@ __all__ = [
 #: One finished shard: ``(index, Parquet path, statistics)``, as :meth:`ShardStore.finished` yields it.
 FinishedShard = tuple[int, Path, dict[str, Any]]
 
-#: What processing one shard gives: ``(kept rows, discarded rows, counts per reason)``.
-ShardOutput = tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]], Mapping[str, int]]
-
-Merged = TypeVar("Merged")
 T = TypeVar("T")
 
 #: ``OUTPUT_DIR/shards/result.json``: the fingerprint and keys of the run whose merge wrote the outputs.
@@ -236,16 +220,6 @@ def shards_of(items: Iterable[T], shard_size: int) -> Iterator[tuple[int, list[T
         yield index, shard
 
 
-def process_state() -> Any:
-    """This process's Accelerate ``PartialState`` (index, count, device, barriers), honouring ``ACCELERATE_USE_CPU``."""
-    from accelerate import PartialState
-    from accelerate.utils import parse_flag_from_env
-
-    # Unlike Accelerator, PartialState does not read ACCELERATE_USE_CPU itself; without it, CPU
-    # processes started by torchrun would each believe they are alone.
-    return PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
-
-
 def _shown(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -283,120 +257,6 @@ def check_output_dir(store: ShardStore, keys: Sequence[str], *, overwrite: bool 
         f"{store.root.parent.parent} holds a finished result of other settings ({'; '.join(differences[:5])}{more}): "
         "pass --overwrite_output_dir to replace it (finished shards of either run are kept and reused), "
         "or choose another --output_dir")
-
-
-def _meant_processes(environ: Mapping[str, str]) -> str | None:
-    """How many processes the launcher meant to start, when more than one ("several" when it does not say).
-
-    ``torchrun`` sets ``WORLD_SIZE``; ``accelerate launch --num_processes N`` with its simple
-    launcher (the CPU, or no ``accelerate config``) sets only ``MASTER_ADDR``/``MASTER_PORT``,
-    and only when N > 1, then starts one process. ``None``: not launched for several.
-
-    >>> _meant_processes({"WORLD_SIZE": "4"}), _meant_processes({"WORLD_SIZE": "1"})
-    ('4', None)
-    >>> _meant_processes({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}), _meant_processes({"MASTER_PORT": "1"})
-    ('several', None)
-    """
-    if environ.get("WORLD_SIZE"):
-        return environ["WORLD_SIZE"] if int(environ["WORLD_SIZE"]) > 1 else None
-    if environ.get("MASTER_ADDR") and environ.get("MASTER_PORT"):
-        return "several"
-    return None
-
-
-def running_alone(job: str, count: int, environ: Mapping[str, str] | None = None) -> str | None:
-    """The warning for a process launched for several that finds itself alone (``count`` 1), or ``None``.
-
-    ``accelerate launch`` starts a single process on the CPU, whatever ``--num_processes`` says:
-    the line names the commands that start several (training and corpus runs log it alike).
-
-    >>> running_alone("train-ner", 1, {"WORLD_SIZE": "2"})[:57]
-    'train-ner: launched for 2 processes but running alone (1 '
-    >>> running_alone("train-ner", 2, {"WORLD_SIZE": "2"}) is None
-    True
-    """
-    meant = _meant_processes(os.environ if environ is None else environ) if count == 1 else None
-    if meant is None:
-        return None
-    return (f"{job}: launched for {meant} processes but running alone (1 process): `accelerate launch` "
-            "starts a single process on the CPU, and on GPUs without `accelerate config`; for N CPU "
-            "processes use `ACCELERATE_USE_CPU=1 torchrun --standalone --nproc_per_node N -m crop_hf.cli "
-            "...`, for N GPUs `accelerate launch --multi_gpu --num_processes N -m crop_hf.cli ...`")
-
-
-def describe_processes(state: Any, job: str, *, per: str = "",
-                       environ: Mapping[str, str] | None = None) -> tuple[int, str]:
-    """``(logging level, line)`` a long job logs at start: how many processes run it and which shards each takes.
-
-    ``state`` has ``num_processes``; ``per`` names what each key is (``" of each language"``). A
-    process launched for several that finds itself alone gets a WARNING naming commands that work.
-
-    >>> from types import SimpleNamespace
-    >>> describe_processes(SimpleNamespace(num_processes=2), "synthesize", per=" of each language", environ={})[1]
-    'synthesize: 2 processes; shard k of each language goes to process k mod 2 (process 0: shards 0, 2, 4, ...; process 1: shards 1, 3, 5, ...)'
-    >>> describe_processes(SimpleNamespace(num_processes=1), "synthesize", environ={})
-    (20, 'synthesize: 1 process, taking every shard')
-    >>> describe_processes(SimpleNamespace(num_processes=1), "synthesize", environ={"WORLD_SIZE": "4"})[1][:60]
-    'synthesize: launched for 4 processes but running alone (1 pr'
-    """
-    count = state.num_processes
-    alone = running_alone(job, count, environ)
-    if alone is not None:
-        return logging.WARNING, alone
-    if count == 1:
-        return logging.INFO, f"{job}: 1 process, taking every shard"
-    shown = min(count, 4)
-    each = "; ".join(f"process {k}: shards {', '.join(str(k + i * count) for i in range(3))}, ..."
-                     for k in range(shown))
-    rest = f"; ... process {count - 1}" if count > shown else ""
-    return logging.INFO, f"{job}: {count} processes; shard k{per} goes to process k mod {count} ({each}{rest})"
-
-
-def run_shards(
-    store: ShardStore,
-    key: str,
-    shards: Iterable[tuple[int, Sequence[Any]]],
-    process: Callable[[int, Sequence[Any], Callable[[str], None]], ShardOutput],
-    state: Any,
-    *,
-    show_progress: bool = False,
-    description: str = "",
-    unit: str = "it",
-) -> tuple[int, int]:
-    """Process this process's unfinished shards of ``key`` and write each one when it is done.
-
-    ``shards`` yields ``(index, items)``; shard ``k`` belongs to process ``k % state.num_processes``
-    (``state``: :func:`process_state`), and a shard already in ``store`` is skipped (and logged).
-    ``process(index, items, status)`` returns ``(kept rows, discarded rows, counts)`` and may call
-    ``status(text)`` to show what it is doing on the progress bar (``description``, shown when
-    ``show_progress``; it advances by each shard's items). The rows go into one Parquet file
-    (column ``kept`` and the row as JSON in ``row``) with the statistics ``input``, ``kept``, the
-    counts and ``process_index`` (what :func:`merge_shards` and :func:`shard_statistics` read).
-    Returns ``(shards of this process, of which skipped as already finished)``.
-    """
-    from tqdm.auto import tqdm
-
-    total = skipped = 0
-    with tqdm(desc=description or key, unit=unit, disable=not show_progress) as progress:
-        for index, items in shards:
-            if index % state.num_processes != state.process_index:
-                continue
-            total += 1
-            if store.is_done(key, index):
-                skipped += 1
-            else:
-                kept, discarded, counts = process(index, items, lambda text, index=index:
-                                                  progress.set_postfix_str(f"shard {index}: {text}"))
-                stats = {"input": len(items), "kept": len(kept), **counts, "process_index": state.process_index}
-                # Kept and discarded rows share one file, so a shard is written (and renamed) in one step.
-                rows = [{"kept": flag, "row": json.dumps(dict(row), ensure_ascii=False)}
-                        for flag, part in ((True, kept), (False, discarded)) for row in part]
-                store.write(key, index, rows, stats)
-            progress.update(len(items))
-    if skipped:  # each process says it for its own shards (only the main one's lines are shown by crop-hf)
-        logger.info("%s: resumed: skipped %d of %d shard(s) already finished in %s", key, skipped, total,
-                    store.root / key)
-    return total, skipped
 
 
 def shard_statistics(finished: Iterable[FinishedShard], columns: Sequence[str]) -> dict[str, int]:
@@ -443,67 +303,6 @@ def merge_shards(finished: Sequence[FinishedShard], kept: bool, features: Any) -
     stamps = [(path.stat().st_size, path.stat().st_mtime_ns) for _, path, _ in finished]
     return datasets.Dataset.from_generator(read_shard_rows, gen_kwargs={"paths": paths, "kept": kept, "stamps": stamps},
                                            features=features)
-
-
-@dataclasses.dataclass
-class ShardRun(Generic[Merged]):
-    """What :func:`run_sharded` did in this process.
-
-    ``merged`` is what the merge returned (the main process only; ``None`` elsewhere);
-    ``shards[key]`` / ``skipped[key]`` count this process's shards and those an earlier run had
-    already finished.
-    """
-
-    merged: Merged | None
-    is_main_process: bool
-    shards: dict[str, int] = dataclasses.field(default_factory=dict)
-    skipped: dict[str, int] = dataclasses.field(default_factory=dict)
-
-
-def run_sharded(
-    store: ShardStore,
-    keys: Iterable[str],
-    shards: Callable[[str], Iterable[tuple[int, Sequence[Any]]]],
-    process: Callable[[str, int, Sequence[Any], Callable[[str], None]], ShardOutput],
-    merge: Callable[[], Merged],
-    *,
-    show_progress: bool = True,
-    description: str = "",
-    unit: str = "it",
-    per_key: str = "",
-    overwrite: bool = False,
-    spellings: Mapping[str, str] | None = None,
-    keys_name: str | None = None,
-) -> ShardRun[Merged]:
-    """A whole sharded run: check the output folder, process every key's shards, and merge on the main process.
-
-    Every process first checks that the folder holds no finished result of other settings
-    (:func:`check_output_dir`; ``overwrite`` lifts it) and the main process logs how many
-    processes run and which shards each takes (:func:`describe_processes`). Each process then
-    runs its shards of every key (:func:`run_shards`) with a progress bar (``description key``,
-    main process only); when all are done the main process calls ``merge()`` (which reads
-    ``store.finished(key)``) and records the result (``shards/result.json``) while the others
-    wait. ``per_key`` names a key in that log line (``" of each language"``). ``shards(key)`` yields ``(index, items)``; ``process(key, index, items, status)``
-    returns ``(kept rows, discarded rows, counts)`` and may call ``status(text)`` to show what it
-    is doing on the bar.
-    """
-    keys = list(keys)
-    state = process_state()
-    # every process: all stop, none waits at a barrier
-    check_output_dir(store, keys, overwrite=overwrite, spellings=spellings, keys_name=keys_name)
-    if state.is_main_process:
-        logger.log(*describe_processes(state, description or "run", per=per_key))
-    run: ShardRun[Merged] = ShardRun(None, state.is_main_process)
-    for key in keys:
-        run.shards[key], run.skipped[key] = run_shards(
-            store, key, shards(key), functools.partial(process, key), state, unit=unit,
-            show_progress=show_progress and state.is_main_process, description=f"{description} {key}".strip())
-    state.wait_for_everyone()
-    if state.is_main_process:
-        run.merged = merge()
-        store.record_result(keys)
-    state.wait_for_everyone()
-    return run
 
 
 def _feature(annotation: Any) -> Any:

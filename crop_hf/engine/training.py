@@ -54,7 +54,7 @@ from crop_hf.engine.checkpoints import (
     resume_position,
     save_checkpoint,
 )
-from crop_hf.engine.shards import running_alone
+from crop_hf.engine.processes import running_alone
 from crop_hf.errors import check_output_path
 
 __all__ = ["TrainingRun", "TrainingTask", "start", "telling_where_saved", "train", "wrap_lora", "write_all_results"]

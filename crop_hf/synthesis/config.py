@@ -2,99 +2,102 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import ClassVar, Literal
 
-from crop_hf.arguments import changes_results, renamed_from
-from crop_hf.engine.jobs import result_arguments, result_fields
+from crop_hf.engine.options import RunOptions
 from crop_hf.errors import check_device, check_language_code
 from crop_hf.projection.methods import get_method
 from crop_hf.translation.apertium import check_apertium, is_apertium, not_applicable
 
-__all__ = ["EFLOMAL", "RESULT_FIELDS", "SynthesisConfig"]
+__all__ = ["EFLOMAL", "SynthesisConfig"]
 
 #: ``alignment_model`` value that selects the statistical aligner instead of an encoder.
 EFLOMAL = "eflomal"
 
 
 @dataclass
-class SynthesisConfig:
+class SynthesisConfig(RunOptions):
     """Everything a synthesis run needs; the CLI and ``HfArgumentParser`` read the same fields.
 
     The defaults are the paper's setting on public checkpoints: M2M100 (418M) for both
     translation directions and an English CoNLL-2003 XLM-R tagger as the source NER model.
+    Every field changes results (the run's fingerprint) but the run options and ``run_only``:
+    each target language has its own shard folder, and its language filter involves only that
+    language and the source one.
     """
 
-    tgt_langs: list[str] = field(metadata=renamed_from("target_langs", {"help": "Target languages (M2M100 codes), e.g. de es nl."}))
+    run_only = ("tgt_langs", "strict_input", "report")
+    renamed: ClassVar[Mapping[str, str]] = {"target_langs": "tgt_langs", "source_lang": "src_lang",
+                                            "max_sentences": "max_examples"}
+
+    tgt_langs: list[str] = field(metadata={"help": "Target languages (M2M100 codes), e.g. de es nl."})
     input: str = field(
         default="xtreme40",
-        metadata=changes_results({"help": "Raw target sentences: a text file per language with '{lang}' in its path "
+        metadata={"help": "Raw target sentences: a text file per language with '{lang}' in its path "
                   "(one sentence per line), a folder of '<lang>.txt' files, or a source spec such as "
                   "'xtreme40' or 'xtreme40?data_dir=/data/panx' (a crop-hf builder, config = language) or "
-                  "'hub:NAME:{lang}', whose train sentences are used without their labels."}),
+                  "'hub:NAME:{lang}', whose train sentences are used without their labels."},
     )
-    output_dir: str = field(default="crop-hf-synthesis", metadata={"help": "Where shards, the dataset and its card go."})
-    overwrite_output_dir: bool = field(
-        default=False, metadata={"help": "Replace a finished result of other settings in output_dir (without it, "
-                                         "such a folder is an error; the same settings resume)."})
-    src_lang: str = field(default="en", metadata=renamed_from("source_lang", changes_results(
-        {"help": "Language of the source NER model."})))
-    mt_model: str = field(default="facebook/m2m100_418M", metadata=changes_results({
+    output_dir: str = field(default="crop-hf-synthesis", kw_only=True, metadata={
+        "help": "Where shards, the dataset and its card go."})
+    src_lang: str = field(default="en", metadata={"help": "Language of the source NER model."})
+    mt_model: str = field(default="facebook/m2m100_418M", metadata={
         "help": "Multilingual translation model, or 'apertium' (the rule-based engine, from Debian's apertium and "
-                "its pair packages; no beams, backend or model-scored methods)."}))
-    mt_revision: str | None = field(default=None, metadata=changes_results({"help": "Hub revision of the translation model."}))
+                "its pair packages; no beams, backend or model-scored methods)."})
+    mt_revision: str | None = field(default=None, metadata={"help": "Hub revision of the translation model."})
     ner_model: str = field(
         default="FacebookAI/xlm-roberta-large-finetuned-conll03-english",
-        metadata=changes_results({"help": "Source-language NER model (token classification)."}),
+        metadata={"help": "Source-language NER model (token classification)."},
     )
-    ner_revision: str | None = field(default=None, metadata=changes_results({"help": "Hub revision of the NER model."}))
+    ner_revision: str | None = field(default=None, metadata={"help": "Hub revision of the NER model."})
     method: str = field(
         default="lexical",
-        metadata=changes_results({"help": "Projection method: how labels reach the raw sentence (lexical, as CroP; fuzzy; "
+        metadata={"help": "Projection method: how labels reach the raw sentence (lexical, as CroP; fuzzy; "
                           "alignment, CSTOP's translate-and-align; hybrid: lexical matching first, the alignment "
                           "for the rest; insertion: the marker-trained mt_model itself inserts each entity's "
                           "markers into the raw sentence, no labeled back-translation; rerank and hybrid_rerank: "
                           "candidate spans ranked by mt_model; options after '?', e.g. "
-                          "'lexical?ignore_case=true'; see crop_hf.projection.methods)."}),
+                          "'lexical?ignore_case=true'; see crop_hf.projection.methods)."},
     )
     alignment_model: str | None = field(
         default=None,
-        metadata=changes_results({"help": "Word aligner of method='alignment' or 'hybrid': an encoder (e.g. "
+        metadata={"help": "Word aligner of method='alignment' or 'hybrid': an encoder (e.g. "
                           "bert-base-multilingual-cased, SimAlign-style), or 'eflomal' (statistical, no pretrained "
                           "model; pip install 'crop-hf[align]'). eflomal aligns the sentence pairs of each shard "
-                          "together, so a shard is its corpus: keep shard_size in the thousands."}),
+                          "together, so a shard is its corpus: keep shard_size in the thousands."},
     )
     backend: Literal["transformers", "ctranslate2"] = field(
         default="transformers",
-        metadata=changes_results({"help": "Translation engine: transformers (generate) or ctranslate2 (converted once, cached; "
-                  "pip install 'crop-hf[fast]')."}),
+        metadata={"help": "Translation engine: transformers (generate) or ctranslate2 (converted once, cached; "
+                  "pip install 'crop-hf[fast]')."},
     )
     compute_type: str | None = field(
         default=None,
-        metadata=changes_results({"help": "CTranslate2 compute type: float32 (default on CPU) or int8; float16 (default on GPU) "
-                  "or int8_float16."}),
+        metadata={"help": "CTranslate2 compute type: float32 (default on CPU) or int8; float16 (default on GPU) "
+                  "or int8_float16."},
     )
-    batch_size: int = field(default=16, metadata=changes_results({"help": "Sentences per translation/tagging batch."}))
-    num_beams: int = field(default=5, metadata=changes_results({"help": "Beam size of both translations."}))
+    batch_size: int = field(default=16, metadata={"help": "Sentences per translation/tagging batch."})
+    num_beams: int = field(default=5, metadata={"help": "Beam size of both translations."})
     num_return_sequences: int = field(
-        default=3, metadata=changes_results({"help": "Beam hypotheses tried, in order, until one keeps every marker intact."})
+        default=3, metadata={"help": "Beam hypotheses tried, in order, until one keeps every marker intact."}
     )
-    max_new_tokens: int = field(default=256, metadata=changes_results({"help": "Generation length limit."}))
+    max_new_tokens: int = field(default=256, metadata={"help": "Generation length limit."})
     constrain_markers: bool = field(
         default=False,
-        metadata=changes_results({"help": "Marker-constrained decoding of the labeled translation (markers complete by construction)."}))
-    max_words: int = field(default=128, metadata=changes_results({"help": "Drop raw sentences longer than this (CroP: 128)."}))
-    max_examples: int | None = field(default=None, metadata=renamed_from("max_sentences", changes_results(
-        {"help": "Read at most this many sentences per language."})))
-    shard_size: int = field(default=1000, metadata=changes_results({"help": "Sentences per resumable shard."}))
+        metadata={"help": "Marker-constrained decoding of the labeled translation (markers complete by construction)."})
+    max_words: int = field(default=128, metadata={"help": "Drop raw sentences longer than this (CroP: 128)."})
+    max_examples: int | None = field(default=None, metadata=
+        {"help": "Read at most this many sentences per language."})
+    shard_size: int = field(default=1000, kw_only=True, metadata={"help": "Sentences per resumable shard."})
     strict_input: bool = field(
         default=False, metadata={"help": "Stop at an input line that is not valid UTF-8 (naming file and line) "
                                          "instead of dropping it as 'undecodable'."})
-    language_filter: bool = field(default=True, metadata=changes_results({"help": "Drop translations langid identifies as another language than the "
-                                             "target or source one (--no_language_filter keeps them)."}))
-    seed: int = field(default=0, metadata=changes_results({"help": "Random seed (generation is deterministic with beam search)."}))
+    language_filter: bool = field(default=True, metadata={"help": "Drop translations langid identifies as another language than the "
+                                             "target or source one (--no_language_filter keeps them)."})
+    seed: int = field(default=0, metadata={"help": "Random seed (generation is deterministic with beam search)."})
     device: str | None = field(default=None, metadata={"help": "torch device; default: the Accelerate device."})
-    show_progress: bool = field(default=True, metadata={"help": "Show tqdm progress bars on the main process."})
     report: bool = field(
         default=False,
         metadata={"help": "At the end, write plots and an HTML page to OUTPUT_DIR/report and link the plots from "
@@ -102,6 +105,7 @@ class SynthesisConfig:
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if isinstance(self.tgt_langs, str):
             self.tgt_langs = [lang for lang in self.tgt_langs.replace(",", " ").split() if lang]
         if not self.tgt_langs:
@@ -134,7 +138,7 @@ class SynthesisConfig:
 
             if find_spec("eflomal") is None:  # fail now, not after the first shard's translations
                 raise ImportError("alignment_model='eflomal' needs eflomal: pip install 'crop-hf[align]'")
-        for name in ("batch_size", "num_beams", "num_return_sequences", "max_words", "shard_size"):
+        for name in ("batch_size", "num_beams", "num_return_sequences", "max_words"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.device is not None:  # fail now, with the devices that exist, not deep inside torch
@@ -157,13 +161,3 @@ class SynthesisConfig:
         back = not (method.uses_alignment or method.uses_scorer)
         return [direction for lang in self.tgt_langs
                 for direction in ((lang, self.src_lang), *(((self.src_lang, lang),) if back else ()))]
-
-    def result_arguments(self) -> dict[str, Any]:
-        """The fields that change results (marked ``"result"`` in their metadata): they make up the shard fingerprint."""
-        return result_arguments(self)
-
-
-#: Fields whose change invalidates finished shards (marked in their metadata). Not marked: output_dir,
-#: overwrite_output_dir, tgt_langs (each language has its own shard folder and its language filter only
-#: involves that language and the source language), strict_input, device, show_progress and report.
-RESULT_FIELDS: tuple[str, ...] = result_fields(SynthesisConfig)

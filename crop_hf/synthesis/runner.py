@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import crop_hf.report
 from crop_hf.console import without_subword_heuristic_warning
-from crop_hf.engine import shards
-from crop_hf.engine.jobs import CorpusJob, ShardResult, push_output, run_job
+from crop_hf.engine import processes
+from crop_hf.engine.jobs import CorpusJob, JobResult, ShardResult, push_output, run_job
 from crop_hf.engine.language import language_filter
 from crop_hf.engine.shards import shards_of
 from crop_hf.errors import EmptyInputError, reaching
@@ -24,7 +23,6 @@ from crop_hf.synthesis.filters import REASONS, STATISTICS_COLUMNS
 from crop_hf.synthesis.inputs import iter_raw_sentences
 from crop_hf.synthesis.rows import DiscardedSentence, KeptSentence, kept_features
 from crop_hf.synthesis.stages import SynthesisModels, shard_scorer, synthesize_shard
-from crop_hf.tables import format_table
 from crop_hf.translation.apertium import describe_translator, is_apertium, not_applicable
 
 logger = logging.getLogger(__name__)
@@ -32,55 +30,11 @@ logger = logging.getLogger(__name__)
 __all__ = ["SynthesisJob", "SynthesisResult", "push_to_hub", "synthesize"]
 
 
-@dataclass
-class SynthesisResult:
-    """Where the run wrote its output, and its counts per language.
-
-    ``statistics[lang]`` has ``input`` (sentences read), ``kept`` and one count per filter reason.
-    """
-
-    output_dir: Path
-    statistics: dict[str, dict[str, int]] = field(default_factory=dict)
-    #: per language, the finished shards a resumed run skipped (those of the main process)
-    skipped_shards: dict[str, int] = field(default_factory=dict)
-    #: how a model-scored method placed the labels (:func:`~crop_hf.projection.methods.placement`); ``None`` otherwise
-    placement: str | None = None
-
-    @property
-    def dataset_path(self) -> Path:
-        return self.output_dir / "dataset"
-
-    @property
-    def discarded_path(self) -> Path:
-        return self.output_dir / "discarded"
-
-    def table(self) -> str:
-        """The counts as a plain-text table, one row per language and a total row."""
-        rows = [[lang, *(stats.get(c, 0) for c in STATISTICS_COLUMNS)] for lang, stats in self.statistics.items()]
-        rows.append(["total", *(sum(stats.get(c, 0) for stats in self.statistics.values())
-                                for c in STATISTICS_COLUMNS)])
-        return format_table(["lang", *STATISTICS_COLUMNS], rows)
-
-    def report(self) -> str:
-        """The table and where the outputs are: what the CLI prints at the end of a run."""
-        resumed = ""
-        if any(self.skipped_shards.values()):
-            counts = ", ".join(f"{lang} {count}" for lang, count in self.skipped_shards.items() if count)
-            resumed = (f"\nresumed: skipped {sum(self.skipped_shards.values())} shard(s) an earlier run had "
-                       f"finished ({counts})")
-        labels = f"\nlabels: {self.placement}" if self.placement else ""
-        empty = self.empty_languages()
-        nothing = (f"\nno sentence kept for {', '.join(empty)}: see {self.discarded_path} for why each was dropped"
-                   if empty else "")
-        return (f"{self.table()}{labels}{nothing}\n\ndataset: {self.dataset_path}\ndiscarded sentences: "
-                f"{self.discarded_path}\ncard: {self.output_dir / 'README.md'}{resumed}")
-
-    def empty_languages(self) -> list[str]:
-        """The languages whose corpus came out empty after filtering."""
-        return [lang for lang, stats in self.statistics.items() if not stats.get("kept", 0)]
+#: what a synthesis run gives back (one type for every corpus job); its ``statistics`` are per language
+SynthesisResult = JobResult
 
 
-class SynthesisJob(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult]):
+class SynthesisJob(CorpusJob[KeptSentence, DiscardedSentence]):
     """Synthesizes pseudo-labeled NER corpora for ``config.tgt_langs`` (see :mod:`crop_hf.synthesis`).
 
     A job on the contract of :mod:`crop_hf.engine.jobs`: one key per target language, whose raw
@@ -103,9 +57,10 @@ class SynthesisJob(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult]):
     reasons = REASONS
     kept_type = KeptSentence
     dropped_type = DiscardedSentence
+    keys_field = "tgt_langs"
+    key_name = "lang"
     unit = "sent"
     per_key = " of each language"
-    keys_option = "--tgt_langs"
 
     def __init__(self, config: SynthesisConfig, models: SynthesisModels | None = None, inputs: Any = None) -> None:
         self._models = models
@@ -116,7 +71,7 @@ class SynthesisJob(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult]):
     @property
     def models(self) -> SynthesisModels:
         if self._models is None:
-            self._models = SynthesisModels.load(self.config, device=self.config.device or shards.process_state().device)
+            self._models = SynthesisModels.load(self.config, device=self.config.device or processes.process_state().device)
         return self._models
 
     def run(self) -> SynthesisResult:
@@ -163,9 +118,6 @@ class SynthesisJob(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult]):
                          else " in the inputs given")
                 raise EmptyInputError(f"--input: no sentences for {lang!r}{where} (blank lines are skipped)")
 
-    def shard_keys(self) -> list[str]:
-        return list(self.config.tgt_langs)
-
     def shards(self, lang: str) -> Iterator[tuple[int, list[str]]]:
         source = self.inputs if self.inputs is not None else self.config.input
         sentences = iter_raw_sentences(source, lang, limit=self.config.max_examples, strict=self.config.strict_input)
@@ -185,13 +137,13 @@ class SynthesisJob(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult]):
                               fingerprint=self.store.fingerprint, columns=STATISTICS_COLUMNS,
                               translator=self.translator.get("translator"))
 
-    def after_merge(self, statistics: Mapping[str, Mapping[str, float]]) -> None:
+    def after_merge(self) -> None:
         if self.config.report:  # crop_hf.report.write_report read per call: a test's replacement is seen
             crop_hf.report.write_report(self.output_dir)  # plots under report/, linked from the card just written
 
-    def result(self, statistics: Mapping[str, Mapping[str, float]], skipped: Mapping[str, int]) -> SynthesisResult:
-        return SynthesisResult(self.output_dir, {lang: dict(stats) for lang, stats in statistics.items()},
-                               dict(skipped), placement(self.config.method))
+    def notes(self) -> list[str]:
+        how = placement(self.config.method)
+        return [f"labels: {how}"] if how else []
 
     def _label_names(self) -> list[str]:
         """The NER model's label set; read from its config when the models were never loaded (all shards done)."""
@@ -218,7 +170,7 @@ def push_to_hub(result: SynthesisResult, repo_id: str, *, private: bool = False,
 
     An empty corpus (no sentence kept in any language) is refused: there is nothing to publish.
     """
-    if result.statistics and len(result.empty_languages()) == len(result.statistics):
+    if result.statistics and len(result.empty()) == len(result.statistics):
         raise EmptyInputError(f"--push_to_hub {repo_id}: the corpus is empty (no sentence kept for "
                               f"{', '.join(result.statistics)}): nothing is published")
     return push_output(result.output_dir, repo_id, private=private, token=token)

@@ -22,7 +22,6 @@ For each raw target sentence (CroP, Figure 1):
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -55,7 +54,7 @@ from crop_hf.translation.text_engine import TextEngineTranslationPipeline
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SentenceRecord", "SynthesisModels", "load_scorer", "process_shard", "shard_scorer", "synthesize_shard"]
+__all__ = ["SentenceRecord", "SynthesisModels", "load_scorer", "shard_scorer", "synthesize_shard"]
 
 
 @dataclass
@@ -264,18 +263,6 @@ def synthesize_shard(
             record.drop("all_o")
     return ShardResult([_kept(r, models.labels) for r in records if r.reason is None],
                        [_dropped(r) for r in records if r.reason is not None])
-
-
-def process_shard(
-    sentences: Sequence[str],
-    lang: str,
-    config: SynthesisConfig,
-    models: SynthesisModels,
-    language_filter: LanguageIdFilter | None,
-    on_stage: Callable[[str], None] | None = None,
-) -> tuple[list[dict], list[dict], Counter]:
-    """:func:`synthesize_shard` as rows: ``(kept rows, discarded rows, reason counts)`` (the shard files' form)."""
-    return synthesize_shard(sentences, lang, config, models, language_filter, on_stage).rows()
 
 
 def tagger_token_limit(tagger: Any) -> int | None:
