@@ -8,7 +8,7 @@ from typing import Any, Literal
 from crop_hf.arguments import changes_results, renamed_from
 from crop_hf.engine.jobs import result_arguments, result_fields
 from crop_hf.errors import check_device, check_language_code
-from crop_hf.projection.methods import get_method
+from crop_hf.projection.methods import resolve_method
 from crop_hf.translation.apertium import check_apertium, is_apertium, not_applicable
 
 __all__ = ["EFLOMAL", "RESULT_FIELDS", "SynthesisConfig"]
@@ -23,6 +23,10 @@ class SynthesisConfig:
 
     The defaults are the paper's setting on public checkpoints: M2M100 (418M) for both
     translation directions and an English CoNLL-2003 XLM-R tagger as the source NER model.
+
+    ``projection`` is ``method`` read once, when the config is built (a
+    :class:`~crop_hf.projection.methods.ResolvedMethod`): every stage of the run asks it. It is an
+    attribute, not a field, so the fields (``asdict``, the command line, the fingerprint) are the same.
     """
 
     tgt_langs: list[str] = field(metadata=renamed_from("target_langs", {"help": "Target languages (M2M100 codes), e.g. de es nl."}))
@@ -111,7 +115,7 @@ class SynthesisConfig:
         check_language_code(self.src_lang, "src_lang")
         if self.src_lang in self.tgt_langs:
             raise ValueError(f"the source language {self.src_lang!r} cannot also be a target language")
-        method = get_method(self.method)
+        self.projection = method = resolve_method(self.method)  # the spec is read here, once per run
         if method.uses_alignment and not self.alignment_model:
             raise ValueError(f"method={self.method!r} needs alignment_model: an encoder such as "
                              f"bert-base-multilingual-cased, or {EFLOMAL!r} (no pretrained model)")
@@ -153,7 +157,7 @@ class SynthesisConfig:
     def translation_directions(self) -> list[tuple[str, str]]:
         """The directions the run translates: each target language into ``src_lang``, and back with markers
         unless the method projects without a back-translation (alignment, hybrid, model-scored)."""
-        method = get_method(self.method)
+        method = self.projection
         back = not (method.uses_alignment or method.uses_scorer)
         return [direction for lang in self.tgt_langs
                 for direction in ((lang, self.src_lang), *(((self.src_lang, lang),) if back else ()))]

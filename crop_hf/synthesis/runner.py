@@ -17,7 +17,6 @@ from crop_hf.engine.language import language_filter
 from crop_hf.engine.shards import shards_of
 from crop_hf.errors import EmptyInputError, reaching
 from crop_hf.labels import LabelSet
-from crop_hf.projection.methods import foreign_rules, get_method, placement
 from crop_hf.synthesis.card import synthesis_card
 from crop_hf.synthesis.config import SynthesisConfig
 from crop_hf.synthesis.filters import REASONS, STATISTICS_COLUMNS
@@ -141,7 +140,7 @@ class SynthesisJob(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult]):
 
     def before_run(self) -> None:
         self.check_inputs()
-        for line in foreign_rules(self.config.method, self.config.tgt_langs):
+        for line in self.config.projection.foreign_rules(self.config.tgt_langs):
             logger.warning(line)  # German's rules on Spanish, say: once per run, before hours of work
         if is_apertium(self.config.mt_model):
             ignored, _ = not_applicable(num_beams=self.config.num_beams,
@@ -149,7 +148,7 @@ class SynthesisJob(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult]):
             if ignored:
                 logger.warning("--mt_model apertium gives one translation per sentence: %s %s not apply",
                                " and ".join(ignored), "does" if len(ignored) == 1 else "do")
-        if self._models is not None and get_method(self.config.method).uses_scorer:
+        if self._models is not None and self.config.projection.uses_scorer:
             for lang in self.config.tgt_langs:  # models given: their scorer is checked before any shard
                 shard_scorer(self.config, self._models.scorer, lang)  # (loaded ones are checked as they load)
 
@@ -191,7 +190,7 @@ class SynthesisJob(CorpusJob[KeptSentence, DiscardedSentence, SynthesisResult]):
 
     def result(self, statistics: Mapping[str, Mapping[str, float]], skipped: Mapping[str, int]) -> SynthesisResult:
         return SynthesisResult(self.output_dir, {lang: dict(stats) for lang, stats in statistics.items()},
-                               dict(skipped), placement(self.config.method))
+                               dict(skipped), self.config.projection.placement())
 
     def _label_names(self) -> list[str]:
         """The NER model's label set; read from its config when the models were never loaded (all shards done)."""
