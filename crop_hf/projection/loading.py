@@ -43,9 +43,10 @@ def load_method_scorer(method: ResolvedMethod, mt_model: Any, *, src_lang: str, 
                        batch_size: int | None = None) -> TranslationScorer:
     """``mt_model`` (at ``revision``) as the scorer of ``src_lang`` → ``tgt_langs[0]``, checked for ``method`` in
     the direction of every target language (:func:`method_scorer`)."""
+    batches = {} if batch_size is None else {"batch_size": batch_size}  # else the scorer's own default
     with reaching(mt_model, "translation model (--mt_model)"):
         scorer = TranslationScorer.from_pretrained(mt_model, src_lang, tgt_langs[0], revision=revision, device=device,
-                                                   batch_size=batch_size)
+                                                   **batches)
     for lang in tgt_langs:
         method_scorer(method, scorer, src_lang, lang)
     return scorer
