@@ -262,7 +262,7 @@ def test_rerun_skips_finished_shards_and_changed_arguments_start_afresh(raw_dir,
     assert "resumed" not in first.report()
 
     again = fake_models()
-    with caplog.at_level(logging.INFO, logger="crop_hf.engine.shards"):
+    with caplog.at_level(logging.INFO, logger="crop_hf.engine.jobs"):
         second = synthesize(fake_config(template, output), models=again)
     assert again.translator.calls == 0
     assert load(Path(output)) == before

@@ -48,20 +48,11 @@ from crop_hf.engine.records import each_or_none
 from crop_hf.engine.shards import row_descriptions, shards_of
 from crop_hf.errors import EmptyInputError, check_language_code, check_model
 from crop_hf.labels import Span, spans_to_tags, tags_to_spans
-from crop_hf.projection import TranslationScorer, tokenize_target
-from crop_hf.projection.methods import (
-    PROJECTION_METHODS,
-    ProjectionExample,
-    align_missing,
-    check_scorer,
-    foreign_rules,
-    get_method,
-    method_options,
-    project_examples,
-)
+from crop_hf.projection import tokenize_target
+from crop_hf.projection.loading import load_method_models
+from crop_hf.projection.methods import PROJECTION_METHODS, ProjectionExample, align_missing, resolve_method
 from crop_hf.seqlogical import FlatParse, from_flat, parse, to_flat
 from crop_hf.translation.apertium import check_apertium, describe_translator, is_apertium, not_applicable
-from crop_hf.translation.loading import load_translator
 from crop_hf.translation.text_engine import TextEngineTranslationPipeline
 
 logger = logging.getLogger(__name__)
@@ -126,7 +117,9 @@ class TranslateAlignConfig(RunOptions):
 
     Every field changes results (the run's fingerprint) but the run options and ``batch_size`` (how
     many utterances one translation call takes); ``symmetrization`` came later, so CSTOP's default
-    leaves the fingerprint of earlier runs as it was.
+    leaves the fingerprint of earlier runs as it was. ``projection`` is ``method`` read once, when
+    the config is built (a :class:`~crop_hf.projection.methods.ResolvedMethod`, an attribute, not a
+    field): every step of the run asks it.
     """
 
     run_only = ("batch_size",)
@@ -177,7 +170,7 @@ class TranslateAlignConfig(RunOptions):
         check_language_code(self.tgt_lang, "tgt_lang", "the English parses go in --input")
         check_language_code(self.src_lang, "src_lang")
 
-        method = get_method(self.method)
+        self.projection = method = resolve_method(self.method)  # the spec is read here, once per run
         if not (method.uses_alignment or method.uses_scorer):
             usable = [name for name, row in PROJECTION_METHODS.items() if row.uses_alignment or row.uses_scorer]
             raise ValueError(f"translate-and-align projects the English slots themselves, through a word alignment "
@@ -204,7 +197,8 @@ class TranslateAlignModels:
     For a model-scored method :meth:`load` loads ``mt_model`` once, as the scorer, checks it (a
     model without the marker style's tokens asked to insert, or without the reverse direction asked
     to rerank, fails here, naming the model) and builds the translator on the same weights, adding
-    no marker token (it translates plain utterances).
+    no marker token (it translates plain utterances): :func:`~crop_hf.projection.loading.load_method_models`,
+    which synthesis shares.
     """
 
     translator: Any
@@ -213,23 +207,13 @@ class TranslateAlignModels:
 
     @classmethod
     def load(cls, config: TranslateAlignConfig, device: Any = None) -> TranslateAlignModels:
-        from transformers import pipeline  # crop_hf is imported, so labeled-translation is registered
-
-        chosen, options = method_options(config.method)
+        chosen = config.projection
         if not is_apertium(config.mt_model):  # it exists (a folder, or offline a cached Hub id) before it loads
             check_model(config.mt_model, "translation model (--mt_model)")
-        if not chosen.uses_scorer:
-            options = {} if is_apertium(config.mt_model) else {"revision": config.mt_revision, "device": device,
-                                                               "batch_size": config.batch_size}
-            translator = load_translator(config.mt_model, **options)
-            return cls(translator, EflomalAligner(symmetrization=config.symmetrization))
-        scorer = TranslationScorer.from_pretrained(config.mt_model, config.src_lang, config.tgt_lang,
-                                                   revision=config.mt_revision, device=device,
-                                                   batch_size=config.batch_size)
-        check_scorer(config.method, scorer)  # before any utterance is translated
-        translator = pipeline("labeled-translation", model=scorer.model, tokenizer=scorer.tokenizer, device=device,
-                              batch_size=config.batch_size, marker_style=getattr(options, "marker_style", None),
-                              max_slots=0)
+        # a scorer is checked before any utterance is translated
+        translator, scorer = load_method_models(chosen, config.mt_model, src_lang=config.src_lang,
+                                                tgt_langs=[config.tgt_lang], revision=config.mt_revision,
+                                                device=device, batch_size=config.batch_size)
         aligner = EflomalAligner(symmetrization=config.symmetrization) if chosen.uses_alignment else None
         return cls(translator, aligner, scorer)
 
@@ -282,9 +266,10 @@ def align_batch(
     language_filter: Any = None,
 ) -> ShardResult[AlignedParse, DroppedParse]:
     """Translate, align and project one batch (a shard): every item kept or dropped with its reason."""
-    method = get_method(config.method)
+    # the run's method, read once with its config; a parse that lost a slot is for keep_incomplete to judge
+    method = config.projection.with_options(drop_incomplete=False)
     if method.uses_scorer:
-        check_scorer(config.method, models.scorer)  # models given without a (fitting) scorer: said before translating
+        method.check_scorer(models.scorer)  # models given without a (fitting) scorer: said before translating
     records = [ParseRecord.read(item) for item in items]
     alive = [record for record in records if record.alive]
     # a text engine (Apertium) decodes nothing: the run said once, before any work, that beams do not apply
@@ -307,16 +292,14 @@ def align_batch(
     if method.uses_scorer:
         if method.uses_alignment and examples:
             align_missing(examples, models.aligner)  # the shard in one eflomal run, even if a pair is refused
-        place = partial(project_examples, config.method, aligner=models.aligner, scorer=models.scorer,
-                        drop_incomplete=False)
+        place = partial(method.project, aligner=models.aligner, scorer=models.scorer)
         results = each_or_none(place, examples)  # a pair the method refuses (a marker in the translation) alone
         for record, result in zip(alive, results, strict=True):
             if result is None:
                 record.drop("slots_lost", "the projection method refused the translation (see the log)")
         alive, results = [r for r in alive if r.alive], [result for result in results if result is not None]
     else:
-        results = project_examples(config.method, examples, aligner=models.aligner, drop_incomplete=False) \
-            if alive else []
+        results = method.project(examples, aligner=models.aligner) if alive else []
     kept: list[AlignedParse] = []
     for record, result in zip(alive, results, strict=True):
         lost = [s for s in result.statuses if s.status not in ("projected", "split", "found", "fuzzy")]
@@ -397,7 +380,7 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse]):
             source = self.inputs if self.inputs is not None else self.config.input
             where = f" in {source}" if isinstance(source, (str, Path)) else ""
             raise EmptyInputError(f"--input: no English parses{where} (split {self.config.split!r})")
-        for line in foreign_rules(self.config.method, [self.config.tgt_lang]):
+        for line in self.config.projection.foreign_rules([self.config.tgt_lang]):
             logger.warning(line)  # Hindi's postpositions on Spanish, say: once per run
         if is_apertium(self.config.mt_model) and self.config.num_beams != 1:
             logger.warning("--mt_model apertium gives one translation per sentence: --num_beams %d does not apply",
@@ -434,7 +417,7 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse]):
 
     def card(self, statistics: Mapping[str, Mapping[str, float]], *, command_line: str) -> str:
         config = self.config
-        method = get_method(config.method)
+        method = config.projection
         aligned = f"the words aligned by eflomal ({config.symmetrization}) and " if method.uses_alignment else ""
         if method.uses_scorer:
             placed = (f"the slots placed by `{config.mt_model}` itself ({config.method} projection, scored by the "

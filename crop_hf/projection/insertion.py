@@ -92,6 +92,7 @@ from typing import Any
 
 from crop_hf.labels import Span
 from crop_hf.markers import MarkerStyle, get_marker_style
+from crop_hf.projection.options import InsertionOptions
 from crop_hf.projection.result import EntityStatus, ProjectedEntity, ProjectionResult
 from crop_hf.projection.target import TargetSentence, uses_characters
 from crop_hf.translation.scoring import TranslationScorer, require_scorer, shared_prefix
@@ -155,14 +156,14 @@ def check_marker_tokens(scorer: TranslationScorer, style: MarkerStyle) -> int:
         "mark-parallel, then crop-hf train-translation), or name the marker_style it was trained with")
 
 
-def check_insertion(options: Any, scorer: TranslationScorer) -> None:
+def check_insertion(options: InsertionOptions, scorer: TranslationScorer) -> None:
     """Insertion's check of a scorer before any work: the model must have ``options.marker_style``'s marker tokens,
     and the target→source direction when ``options.nbest`` > 1."""
     check_marker_tokens(scorer, get_marker_style(options.marker_style))
     _check_reverse(options, scorer)
 
 
-def _check_reverse(options: Any, scorer: TranslationScorer) -> None:
+def _check_reverse(options: InsertionOptions, scorer: TranslationScorer) -> None:
     if options.nbest > 1:
         try:
             scorer.reverse()
@@ -349,14 +350,14 @@ def _marker_score(log_probs: Sequence[float], sequence: Sequence[int], marker_id
     return math.exp(sum(values) / len(values))
 
 
-def project_insertion(examples: Sequence[Any], options: Any, scorer: TranslationScorer | None = None
+def project_insertion(examples: Sequence[Any], options: InsertionOptions, scorer: TranslationScorer | None = None
                       ) -> list[ProjectionResult]:
     """Place each source span of each example on its fixed target with a marker-trained model (module docstring).
 
     Args:
         examples: :class:`~crop_hf.projection.methods.ProjectionExample` items with ``target``,
             ``source_tokens`` and ``source_spans``.
-        options: an :class:`~crop_hf.projection.options.InsertionOptions`.
+        options: an :class:`~crop_hf.projection.options.InsertionOptions` (its values checked when it was built).
         scorer: a :class:`~crop_hf.translation.scoring.TranslationScorer` over the marker-trained model,
             in the source → target direction.
 
@@ -366,11 +367,6 @@ def project_insertion(examples: Sequence[Any], options: Any, scorer: Translation
     contains a marker.
     """
     require_scorer(scorer, "insertion")
-    if options.max_span_words < 1 or options.width < 1 or options.nbest < 1:
-        raise ValueError(f"max_span_words, width and nbest must be at least 1, got {options.max_span_words}, "
-                         f"{options.width}, {options.nbest}")
-    if options.tail_tokens is not None and options.tail_tokens < 0:
-        raise ValueError(f"tail_tokens must be none or at least 0, got {options.tail_tokens}")
     style = get_marker_style(options.marker_style)
     available = check_marker_tokens(scorer, style)
     _check_reverse(options, scorer)
@@ -381,8 +377,8 @@ def project_insertion(examples: Sequence[Any], options: Any, scorer: Translation
     return results
 
 
-def _project_batch(examples: Sequence[Any], offset: int, options: Any, style: MarkerStyle, available: int,
-                   scorer: TranslationScorer) -> list[ProjectionResult]:
+def _project_batch(examples: Sequence[Any], offset: int, options: InsertionOptions, style: MarkerStyle,
+                   available: int, scorer: TranslationScorer) -> list[ProjectionResult]:
     marker_ids = frozenset(scorer.marker_vocabulary(style).marker_ids)
     sources: dict[str, int] = {}
     texts: dict[str, int] = {}

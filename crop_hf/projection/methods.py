@@ -25,6 +25,14 @@ evaluate-projection --methods``) it may carry options the way a source spec does
 ``"hybrid?trim_edges=true&one_word=true&threshold=80"`` (:func:`parse_method`), read by the method's
 options dataclass (:mod:`crop_hf.projection.options`), which is what its function receives.
 
+A run reads its spec once: :func:`resolve_method` gives a :class:`ResolvedMethod` (the spec as
+written, the method's row and its checked options), which the synthesis and translate-and-align
+configs build in ``__post_init__`` and keep as ``config.projection``; every step of the run asks
+it (``uses_scorer``, ``check_scorer``, ``project``, ``placement``, ``foreign_rules``) instead of
+parsing the string again. The functions that take a spec string (:func:`project_examples`,
+:func:`check_scorer`, :func:`placement`, :func:`foreign_rules`, ...) resolve it on each call, for
+callers that name a method once.
+
 >>> from crop_hf.projection.methods import ProjectionExample, project_examples
 >>> from crop_hf.projection import tokenize_target
 >>> example = ProjectionExample(tokenize_target("Ich wohne in Göteborg ."), entities=[("Göteborg", "LOC")])
@@ -67,6 +75,7 @@ __all__ = [
     "PROJECTION_METHODS",
     "ProjectionExample",
     "ProjectionMethod",
+    "ResolvedMethod",
     "align_missing",
     "check_scorer",
     "foreign_rules",
@@ -77,6 +86,7 @@ __all__ = [
     "placement",
     "project_examples",
     "register_method",
+    "resolve_method",
     "run_method",
     "word_spans",
 ]
@@ -210,23 +220,131 @@ def get_method(name: str) -> ProjectionMethod:
     return PROJECTION_METHODS[parse_method(name)[0]]
 
 
-def method_options(method: str, **options) -> tuple[ProjectionMethod, ProjectionOptions]:
-    """The method a spec names and the options it runs with: the spec's, overridden by ``options``.
+def resolve_method(spec: str, **options) -> ResolvedMethod:
+    """The method a spec names and the options it runs with (the spec's, overridden by ``options``), read once.
 
     ``drop_incomplete`` left unset is the method's own default. An option the method does not
-    take is a ``TypeError``, as an unknown keyword argument is.
+    take is a ``TypeError``, as an unknown keyword argument is; a value its options refuse is a
+    ``ValueError`` naming the method and the option.
+
+    >>> resolved = resolve_method("hybrid?threshold=80", one_word=True)
+    >>> resolved.name, resolved.options.threshold, resolved.options.one_word, resolved.drop_incomplete
+    ('hybrid', 80.0, True, False)
     """
-    name, written = parse_method(method)
+    name, written = parse_method(spec)
     chosen = PROJECTION_METHODS[name]
     check_options(chosen, options)
-    resolved = chosen.options_class(**{**written, **options})
-    if resolved.drop_incomplete is None:
-        resolved = dataclasses.replace(resolved, drop_incomplete=chosen.drop_incomplete)
-    return chosen, resolved
+    return ResolvedMethod(spec, chosen, _default_drop(chosen, chosen.options_class.build({**written, **options},
+                                                                                          chosen.name)))
+
+
+def _default_drop(method: ProjectionMethod, options: ProjectionOptions) -> ProjectionOptions:
+    """``options`` with ``drop_incomplete`` left unset filled with the method's rule."""
+    if options.drop_incomplete is None:
+        return dataclasses.replace(options, drop_incomplete=method.drop_incomplete)
+    return options
+
+
+def method_options(method: str, **options) -> tuple[ProjectionMethod, ProjectionOptions]:
+    """The method a spec names and the options it runs with: :func:`resolve_method` as a pair."""
+    resolved = resolve_method(method, **options)
+    return resolved.method, resolved.options
 
 
 #: Languages that capitalize every noun: where ``capitalized_nouns`` (alignment rule 7) holds.
 CAPITALIZING_LANGUAGES = frozenset({"de", "lb"})
+
+
+@dataclass(frozen=True)
+class ResolvedMethod:
+    """A method spec read once: what a run holds and passes down instead of the string.
+
+    Built by :func:`resolve_method`; ``options`` is an instance of the method's options class,
+    checked and with ``drop_incomplete`` filled in. Not a field of any config: the configs keep
+    the spec string (what their fingerprint and card say) and this beside it.
+    """
+
+    #: the spec as written (``"hybrid?threshold=80"``)
+    spec: str
+    #: the method's row of :data:`PROJECTION_METHODS`
+    method: ProjectionMethod
+    #: the options it runs with
+    options: ProjectionOptions
+
+    @property
+    def name(self) -> str:
+        return self.method.name
+
+    @property
+    def uses_alignment(self) -> bool:
+        return self.method.uses_alignment
+
+    @property
+    def uses_scorer(self) -> bool:
+        return self.method.uses_scorer
+
+    @property
+    def drop_incomplete(self) -> bool:
+        return bool(self.options.drop_incomplete)
+
+    @property
+    def marker_style(self) -> str | None:
+        """The marker style of a method that writes markers (``insertion``); ``None`` for the others."""
+        return getattr(self.options, "marker_style", None)
+
+    def with_options(self, **options) -> ResolvedMethod:
+        """The same method with ``options`` over its own (not read from the spec again)."""
+        if not options:
+            return self
+        check_options(self.method, options)
+        values = {item.name: getattr(self.options, item.name) for item in dataclasses.fields(self.options)
+                  if item.init}
+        resolved = self.method.options_class.build({**values, **options}, self.name)
+        return dataclasses.replace(self, options=_default_drop(self.method, resolved))
+
+    def project(self, examples: Sequence[ProjectionExample], *, aligner: Any = None,
+                scorer: Any = None) -> list[ProjectionResult]:
+        """Project every example (:func:`run_method` with this method and options)."""
+        return run_method(self.method, self.options, examples, aligner=aligner, scorer=scorer)
+
+    def check_scorer(self, scorer: Any) -> None:
+        """Raise now the error the method would raise on its first batch with ``scorer`` (:func:`check_scorer`)."""
+        if not self.uses_scorer:
+            return
+        require_scorer(scorer, self.name)
+        if self.method.check is not None:
+            self.method.check(self.options, scorer)
+
+    def language_rules(self) -> list[tuple[str, frozenset[str]]]:
+        """The options that hold for some languages only: ``(option as written, languages)`` (:func:`language_rules`)."""
+        options = self.options
+        rules = [("capitalized_nouns", CAPITALIZING_LANGUAGES)] if getattr(options, "capitalized_nouns", None) else []
+        rules += [(f"{name}={getattr(options, name)}", frozenset({getattr(options, name).lower()}))
+                  for name in ("function_words", "postpositions") if isinstance(getattr(options, name, None), str)]
+        return rules
+
+    def foreign_rules(self, tgt_langs: Sequence[str]) -> list[str]:
+        """One line per language-tied option used for a target language it was not written for (:func:`foreign_rules`)."""
+        lines = []
+        for rule, languages in self.language_rules():
+            for lang in tgt_langs:
+                if re.split(r"[-_]", lang)[0].lower() not in languages:
+                    lines.append(f"projection option {rule} is written for {', '.join(sorted(languages))}, not for "
+                                 f"target language {lang}: it may cost F1 there; leave it out of the method for {lang}")
+        return lines
+
+    def placement(self) -> str | None:
+        """How a model-scored method put the labels on the raw sentences (:func:`placement`); ``None`` otherwise."""
+        if not self.uses_scorer:
+            return None
+        if self.marker_style is not None:
+            how = (f"placed by insertion into the raw sentence: the translation model itself chose where the "
+                   f"{self.marker_style} markers of each entity go in the raw sentence, given the tagged source "
+                   "translation")
+        else:
+            how = ("placed by the translation model itself, which ranked candidate spans of the raw sentence against "
+                   "each entity of the tagged source translation")
+        return f"{how} ({self.name} projection; no labeled back-translation)"
 
 
 def language_rules(method: str) -> list[tuple[str, frozenset[str]]]:
@@ -240,11 +358,7 @@ def language_rules(method: str) -> list[tuple[str, frozenset[str]]]:
     >>> language_rules("hybrid?threshold=80")
     []
     """
-    _, options = parse_method(method)
-    rules = [("capitalized_nouns", CAPITALIZING_LANGUAGES)] if options.get("capitalized_nouns") else []
-    rules += [(f"{name}={options[name]}", frozenset({options[name].lower()}))
-              for name in ("function_words", "postpositions") if isinstance(options.get(name), str)]
-    return rules
+    return resolve_method(method).language_rules()
 
 
 def foreign_rules(method: str, tgt_langs: Sequence[str]) -> list[str]:
@@ -258,13 +372,7 @@ def foreign_rules(method: str, tgt_langs: Sequence[str]) -> list[str]:
     ['projection option postpositions=hi is written for hi, not for target language es: it may cost F1
       there; leave it out of the method for es']
     """
-    lines = []
-    for rule, languages in language_rules(method):
-        for lang in tgt_langs:
-            if re.split(r"[-_]", lang)[0].lower() not in languages:
-                lines.append(f"projection option {rule} is written for {', '.join(sorted(languages))}, not for "
-                             f"target language {lang}: it may cost F1 there; leave it out of the method for {lang}")
-    return lines
+    return resolve_method(method).foreign_rules(tgt_langs)
 
 
 def align_missing(examples: Sequence[ProjectionExample], aligner: Any) -> None:
@@ -297,17 +405,17 @@ def project_examples(method: str, examples: Sequence[ProjectionExample], *, alig
                      scorer: Any = None, **options) -> list[ProjectionResult]:
     """Project every example with ``method`` (aligning the ones without an alignment first, for ``alignment``).
 
-    ``options`` given here win over those written in ``method`` (:func:`method_options`). A method
+    ``options`` given here win over those written in ``method`` (:func:`resolve_method`). A method
     that scores spans with a translation model (``insertion``, ``rerank``, ``hybrid_rerank``) needs
     ``scorer``, a :class:`~crop_hf.translation.scoring.TranslationScorer`; other methods ignore it.
+    A caller holding a :class:`ResolvedMethod` calls its :meth:`~ResolvedMethod.project` instead.
     """
-    chosen, resolved = method_options(method, **options)
-    return run_method(chosen, resolved, examples, aligner=aligner, scorer=scorer)
+    return resolve_method(method, **options).project(examples, aligner=aligner, scorer=scorer)
 
 
 def run_method(chosen: ProjectionMethod, options: ProjectionOptions, examples: Sequence[ProjectionExample], *,
                aligner: Any = None, scorer: Any = None) -> list[ProjectionResult]:
-    """:func:`project_examples` with the method and its options already resolved (:func:`method_options`).
+    """:func:`project_examples` with the method and its options already resolved (:func:`resolve_method`).
 
     For callers that project many batches with one spec (the ``projection`` pipeline): the spec
     is read once, not once per batch.
@@ -329,14 +437,9 @@ def check_scorer(method: str, scorer: Any, **options) -> None:
     without a scorer, and the method's own check (``insertion``: a model without the tokens of
     its ``marker_style``, naming the model and the style; ``rerank``/``hybrid_rerank``: a model
     without the reverse direction). Entry points call it right after loading a model, before
-    anything long runs.
+    anything long runs (a run, through its :class:`ResolvedMethod`).
     """
-    chosen, resolved = method_options(method, **options)
-    if not chosen.uses_scorer:
-        return
-    require_scorer(scorer, chosen.name)
-    if chosen.check is not None:
-        chosen.check(resolved, scorer)
+    resolve_method(method, **options).check_scorer(scorer)
 
 
 def placement(method: str) -> str | None:
@@ -351,20 +454,10 @@ def placement(method: str) -> str | None:
     True
     """
     try:
-        chosen, options = method_options(method)
+        resolved = resolve_method(method)
     except ValueError:  # a method registered by code this process did not import
         return None
-    if not chosen.uses_scorer:
-        return None
-    name = method.partition("?")[0]
-    if getattr(options, "marker_style", None) is not None:
-        how = (f"placed by insertion into the raw sentence: the translation model itself chose where the "
-               f"{options.marker_style} markers of each entity go in the raw sentence, given the tagged source "
-               "translation")
-    else:
-        how = ("placed by the translation model itself, which ranked candidate spans of the raw sentence against "
-               "each entity of the tagged source translation")
-    return f"{how} ({name} projection; no labeled back-translation)"
+    return resolved.placement()
 
 
 def word_spans(sentence: TargetSentence, entities: Sequence[Mapping[str, Any]]) -> list[Span]:

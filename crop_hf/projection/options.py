@@ -9,6 +9,14 @@ what it accepts. ``hybrid``'s options are ``alignment``'s (with its own defaults
 ``fill_gaps`` and ``pieces``) plus the lexical passes' comparison and fuzzy's ``threshold``.
 A renamed option (hybrid's former ``fuzzy=``) still reads, with a deprecation line (:func:`crop_hf.arguments.say_deprecated`).
 
+Each options class checks its own values when it is built (``__post_init__``, as peft's
+``LoraConfig`` does), read from a spec or built directly: a value of the right type that the method
+cannot take (``max_span_words=0``, a word list crop-hf does not ship, a ``Literal`` field given
+another word) is a one-line :class:`OptionValueError` naming the method and the option, raised
+where the spec is read, before any model loads. The marker style, and what only a model can tell
+(its marker tokens, a translation direction), are checked against the scorer
+(:func:`crop_hf.projection.methods.check_scorer`).
+
 >>> options = HybridOptions.parse("threshold=80&one_word=true", "hybrid")
 >>> options.threshold, options.one_word, options.fill_gaps
 (80.0, True, 1)
@@ -16,10 +24,15 @@ A renamed option (hybrid's former ``fuzzy=``) still reads, with a deprecation li
 Traceback (most recent call last):
 ...
 ValueError: projection method 'hybrid': threshold='abc' is not a number or none
+>>> InsertionOptions(nbest=0)
+Traceback (most recent call last):
+...
+crop_hf.projection.options.OptionValueError: projection method 'insertion': max_span_words, width and nbest must be at least 1, got 4, 1, 0
 """
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -32,7 +45,7 @@ from crop_hf.errors import UnknownOptionError
 from crop_hf.projection.target import Normalizer
 
 __all__ = ["AlignmentOptions", "FuzzyOptions", "HybridOptions", "HybridRerankOptions", "InsertionOptions",
-           "LexicalOptions", "MatchingOptions", "ProjectionOptions", "RerankOptions"]
+           "LexicalOptions", "MatchingOptions", "OptionValueError", "ProjectionOptions", "RerankOptions"]
 
 Options = TypeVar("Options", bound="ProjectionOptions")
 
@@ -68,12 +81,35 @@ def _value(text: str, annotation: Any) -> Any:
     raise ValueError(" or ".join(map(_accepts, kinds)))
 
 
+class OptionValueError(ValueError):
+    """A value of the right type that a method's options refuse: ``str()`` names the method, ``detail`` does not."""
+
+    def __init__(self, method: str | None, detail: str) -> None:
+        self.method, self.detail = method, detail
+        super().__init__(f"projection method {method!r}: {detail}" if method else detail)
+
+
+@functools.cache
+def _hints(options: type) -> dict[str, Any]:
+    """The resolved annotations of an options class (none when one cannot be resolved: nothing checked by type)."""
+    try:
+        return get_type_hints(options)
+    except NameError:
+        return {}
+
+
 @dataclass
 class ProjectionOptions:
-    """What every projection method takes; a method's options class adds its fields (type, default, ``help``)."""
+    """What every projection method takes; a method's options class adds its fields (type, default, ``help``).
+
+    A subclass checks its values in ``__post_init__`` (calling this one's, which checks every
+    ``Literal`` field), raising :meth:`refuse`'s error.
+    """
 
     #: ``{former spelling: option}`` of renamed options: a spec may still use the former, with a deprecation line (:func:`crop_hf.arguments.say_deprecated`)
     renamed: ClassVar[Mapping[str, str]] = {}
+    #: the method these options are of, named by the errors of a class built directly (a spec names its own)
+    method_name: ClassVar[str | None] = None
 
     drop_incomplete: bool | None = field(default=None, metadata={
         "help": "Mark a sentence with an entity left unprojected as not kept; by default the method's rule "
@@ -101,10 +137,15 @@ class ProjectionOptions:
                 values[name] = _value(text, hints[name])
             except ValueError as error:
                 raise ValueError(f"{what}: {name}={text!r} is not {error}") from None
+        return cls.build(values, method)
+
+    @classmethod
+    def build(cls: type[Options], values: Mapping[str, Any], method: str) -> Options:
+        """``cls(**values)``, a value the options refuse (``__post_init__``) named as ``method``'s."""
         try:
             return cls(**values)
-        except ValueError as error:  # a value of the right type that the options refuse (__post_init__)
-            raise ValueError(f"{what}: {error}") from None
+        except ValueError as error:
+            raise OptionValueError(method, getattr(error, "detail", str(error))) from None
 
     @classmethod
     def spelled_now(cls, written: Mapping[str, Any], method: str) -> dict[str, Any]:
@@ -117,6 +158,18 @@ class ProjectionOptions:
                 name = cls.renamed[name]
             out[name] = value
         return out
+
+    def __post_init__(self) -> None:
+        hints = _hints(type(self))
+        for option in fields(self):
+            words = get_args(hints.get(option.name)) if get_origin(hints.get(option.name)) is Literal else ()
+            value = getattr(self, option.name)
+            if words and value not in words:
+                raise self.refuse(f"{option.name}={value!r} is not {_accepts(hints[option.name])}")
+
+    def refuse(self, detail: str) -> OptionValueError:
+        """The error for a value these options cannot take: ``detail``, named as :attr:`method_name`'s."""
+        return OptionValueError(self.method_name, detail)
 
     def arguments(self) -> dict[str, Any]:
         """The keyword arguments of the method's function (``project_alignment``'s, ...)."""
@@ -142,6 +195,8 @@ class MatchingOptions(ProjectionOptions):
 class LexicalOptions(MatchingOptions):
     """``lexical``: :func:`~crop_hf.projection.project_lexical`'s options."""
 
+    method_name: ClassVar[str | None] = "lexical"
+
     ignore_case: bool = field(default=False, metadata={"help": "Compare case-folded words."})
     repeated: Literal["all", "once"] = field(default="all", metadata={
         "help": "all: also label further occurrences of a found entity; once: one occurrence per entity."})
@@ -151,12 +206,21 @@ class LexicalOptions(MatchingOptions):
 class FuzzyOptions(LexicalOptions):
     """``fuzzy``: :func:`~crop_hf.projection.project_fuzzy`'s options, lexical's and a similarity threshold."""
 
+    method_name: ClassVar[str | None] = "fuzzy"
+
     threshold: float = field(default=80.0, metadata={"help": "Minimum fuzz.ratio (0-100) of a fuzzy match."})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0 < self.threshold <= 100:
+            raise self.refuse(f"threshold is a similarity in (0, 100], got {self.threshold}")
 
 
 @dataclass
 class AlignmentOptions(ProjectionOptions):
     """``alignment``: the rules of :func:`~crop_hf.projection.project_alignment` (numbered as in its module)."""
+
+    method_name: ClassVar[str | None] = "alignment"
 
     fill_gaps: int = field(default=0, metadata={"help": "Join pieces of one span at most this many words apart."})
     pieces: Literal["split", "largest"] = field(default="split", metadata={
@@ -175,6 +239,9 @@ class AlignmentOptions(ProjectionOptions):
     prepositions: str = field(default="en", metadata={"help": "Rule 9: the source language's prepositions."})
 
     def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.fill_gaps < 0:
+            raise self.refuse(f"fill_gaps must be >= 0, got {self.fill_gaps}")
         # a list code crop-hf does not ship fails here, where the spec is read, not after the first shard
         for name, read in (("function_words", builtin_function_words), ("postpositions", builtin_adpositions),
                            ("prepositions", builtin_adpositions)):
@@ -183,7 +250,7 @@ class AlignmentOptions(ProjectionOptions):
                 try:
                     read(code)
                 except ValueError as error:
-                    raise ValueError(f"{name}={code!r}: {error}") from None
+                    raise self.refuse(f"{name}={code!r}: {error}") from None
 
 
 def _default(options: type[ProjectionOptions], name: str, default: Any) -> Any:
@@ -197,6 +264,7 @@ class HybridOptions(AlignmentOptions, MatchingOptions):
     """``hybrid``: alignment's options (gaps of one word filled, the largest piece kept) and the lexical passes'."""
 
     renamed: ClassVar[Mapping[str, str]] = {"fuzzy": "threshold"}  # fuzzy's word for the same idea
+    method_name: ClassVar[str | None] = "hybrid"
 
     fill_gaps: int = _default(AlignmentOptions, "fill_gaps", 1)
     pieces: Literal["split", "largest"] = _default(AlignmentOptions, "pieces", "largest")
@@ -211,6 +279,8 @@ class HybridOptions(AlignmentOptions, MatchingOptions):
 @dataclass
 class InsertionOptions(ProjectionOptions):
     """``insertion``: :func:`~crop_hf.projection.insertion.project_insertion`'s options (a marker-trained model's markers)."""
+
+    method_name: ClassVar[str | None] = "insertion"
 
     max_span_words: int = field(default=4, metadata={
         "help": "Longest span (target words; characters for targets split into characters) a slot may take."})
@@ -239,10 +309,20 @@ class InsertionOptions(ProjectionOptions):
                 "sentence is scored as in the unmarked target (fewer decoder tokens; none: the whole marked "
                 "target, the exact objective)."})
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_span_words < 1 or self.width < 1 or self.nbest < 1:
+            raise self.refuse(f"max_span_words, width and nbest must be at least 1, got {self.max_span_words}, "
+                              f"{self.width}, {self.nbest}")
+        if self.tail_tokens is not None and self.tail_tokens < 0:
+            raise self.refuse(f"tail_tokens must be none or at least 0, got {self.tail_tokens}")
+
 
 @dataclass
 class RerankOptions(ProjectionOptions):
     """``rerank``: :func:`~crop_hf.projection.rerank.project_rerank`'s options (T-Projection's score, a plain model)."""
+
+    method_name: ClassVar[str | None] = "rerank"
 
     max_span_words: int = field(default=4, metadata={
         "help": "Word n-grams up to this length are candidates (characters for targets split into characters)."})
@@ -257,16 +337,33 @@ class RerankOptions(ProjectionOptions):
                 "P(candidate | entity) / P(candidate | candidate), and for the spans other methods propose; the "
                 "other n-grams are not taken (faster, approximate; none: every candidate scored in full)."})
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_reranking(self)
+
+
+def _check_reranking(options: RerankOptions | HybridRerankOptions) -> None:
+    """The reranking options' own check: at least one word per candidate, at least one shortlisted n-gram."""
+    if options.max_span_words < 1 or (options.shortlist is not None and options.shortlist < 1):
+        raise options.refuse(f"max_span_words and shortlist must be at least 1, got {options.max_span_words} and "
+                             f"{options.shortlist}")
+
 
 @dataclass
 class HybridRerankOptions(HybridOptions):
     """``hybrid_rerank``: hybrid's options, and reranking's, with the ``margin`` by which the model must prefer another span."""
+
+    method_name: ClassVar[str | None] = "hybrid_rerank"
 
     max_span_words: int = _default(RerankOptions, "max_span_words", 4)
     min_score: float = _default(RerankOptions, "min_score", 0.0)
     shortlist: int | None = _default(RerankOptions, "shortlist", 4)  # hybrid's spans are always scored in full
     margin: float = field(default=0.1, metadata={
         "help": "Hybrid's span is replaced only by a candidate scoring at least this much more (symmetric score)."})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_reranking(self)
 
     def hybrid_arguments(self) -> dict[str, Any]:
         """The keyword arguments of :func:`~crop_hf.projection.project_hybrid` (the reranking fields left out)."""

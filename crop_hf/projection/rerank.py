@@ -52,6 +52,7 @@ from typing import Any
 from crop_hf.labels import Span
 from crop_hf.projection.fuzzy import project_fuzzy
 from crop_hf.projection.hybrid import project_hybrid
+from crop_hf.projection.options import HybridRerankOptions, RerankOptions
 from crop_hf.projection.result import EntityStatus, ProjectedEntity, ProjectionResult
 from crop_hf.projection.target import TargetSentence, is_punctuation
 from crop_hf.translation.scoring import TranslationScorer, require_scorer
@@ -80,7 +81,7 @@ def directions(scorer: TranslationScorer) -> tuple[TranslationScorer, Translatio
                          f"language copied onto itself: {error}") from None
 
 
-def check_rerank(options: Any, scorer: TranslationScorer) -> None:
+def check_rerank(options: RerankOptions | HybridRerankOptions, scorer: TranslationScorer) -> None:
     """Reranking's check of a scorer before any work: the model must have every direction the score reads."""
     directions(scorer)
 
@@ -196,7 +197,7 @@ def _take(options: list[tuple[float, int, list[tuple[int, int]]]], taken: list[t
     return None
 
 
-def project_rerank(examples: Sequence[Any], options: Any, scorer: TranslationScorer | None = None
+def project_rerank(examples: Sequence[Any], options: RerankOptions, scorer: TranslationScorer | None = None
                    ) -> list[ProjectionResult]:
     """Rerank candidate spans of each example with the symmetric translation score (module docstring).
 
@@ -211,8 +212,8 @@ def project_rerank(examples: Sequence[Any], options: Any, scorer: TranslationSco
     return _project(examples, options, scorer, hybrid=False)
 
 
-def project_hybrid_rerank(examples: Sequence[Any], options: Any, scorer: TranslationScorer | None = None
-                          ) -> list[ProjectionResult]:
+def project_hybrid_rerank(examples: Sequence[Any], options: HybridRerankOptions,
+                          scorer: TranslationScorer | None = None) -> list[ProjectionResult]:
     """Hybrid projection, whose spans the model replaces only when it prefers another by ``options.margin``.
 
     ``examples`` carry their word ``alignment`` (hybrid's); ``options`` is a
@@ -222,10 +223,9 @@ def project_hybrid_rerank(examples: Sequence[Any], options: Any, scorer: Transla
     return _project(examples, options, scorer, hybrid=True)
 
 
-def _project(examples: Sequence[Any], options: Any, scorer: TranslationScorer, *, hybrid: bool) -> list[ProjectionResult]:
-    if options.max_span_words < 1 or (options.shortlist is not None and options.shortlist < 1):
-        raise ValueError(f"max_span_words and shortlist must be at least 1, got {options.max_span_words} and "
-                         f"{options.shortlist}")
+def _project(examples: Sequence[Any], options: RerankOptions | HybridRerankOptions, scorer: TranslationScorer, *,
+             hybrid: bool) -> list[ProjectionResult]:
+    # the options checked their own values when they were built (RerankOptions.__post_init__)
     directions(scorer)  # a missing direction is an error before any work
     results: list[ProjectionResult] = []
     for begin in range(0, len(examples), scorer.sentences_per_batch):
@@ -233,8 +233,8 @@ def _project(examples: Sequence[Any], options: Any, scorer: TranslationScorer, *
     return results
 
 
-def _rerank_batch(examples: Sequence[Any], offset: int, options: Any, scorer: TranslationScorer,
-                  hybrid: bool) -> list[ProjectionResult]:
+def _rerank_batch(examples: Sequence[Any], offset: int, options: RerankOptions | HybridRerankOptions,
+                  scorer: TranslationScorer, hybrid: bool) -> list[ProjectionResult]:
     method = "hybrid_rerank" if hybrid else "rerank"
     sources, hybrids, plans = [], [], []
     for k, example in enumerate(examples):

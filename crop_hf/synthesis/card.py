@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from crop_hf.hub import card_template, size_category
-from crop_hf.projection.methods import placement
 from crop_hf.synthesis.config import SynthesisConfig
 from crop_hf.tables import format_table
 
@@ -55,7 +54,7 @@ def synthesis_card(
         languages=languages,
         src_lang=config.src_lang,
         method=config.method,
-        placement=placement(config.method),
+        placement=config.projection.placement(),
         mt_model=config.mt_model,
         mt_revision=config.mt_revision,
         translator=translator,

@@ -8,7 +8,7 @@ from typing import ClassVar, Literal
 
 from crop_hf.engine.options import RunOptions
 from crop_hf.errors import check_device, check_language_code
-from crop_hf.projection.methods import get_method
+from crop_hf.projection.methods import resolve_method
 from crop_hf.translation.apertium import check_apertium, is_apertium, not_applicable
 
 __all__ = ["EFLOMAL", "SynthesisConfig"]
@@ -26,6 +26,10 @@ class SynthesisConfig(RunOptions):
     Every field changes results (the run's fingerprint) but the run options and ``run_only``:
     each target language has its own shard folder, and its language filter involves only that
     language and the source one.
+
+    ``projection`` is ``method`` read once, when the config is built (a
+    :class:`~crop_hf.projection.methods.ResolvedMethod`): every stage of the run asks it. It is an
+    attribute, not a field, so the fields (``asdict``, the command line, the fingerprint) are the same.
     """
 
     run_only = ("tgt_langs", "strict_input", "report")
@@ -115,7 +119,7 @@ class SynthesisConfig(RunOptions):
         check_language_code(self.src_lang, "src_lang")
         if self.src_lang in self.tgt_langs:
             raise ValueError(f"the source language {self.src_lang!r} cannot also be a target language")
-        method = get_method(self.method)
+        self.projection = method = resolve_method(self.method)  # the spec is read here, once per run
         if method.uses_alignment and not self.alignment_model:
             raise ValueError(f"method={self.method!r} needs alignment_model: an encoder such as "
                              f"bert-base-multilingual-cased, or {EFLOMAL!r} (no pretrained model)")
@@ -157,7 +161,7 @@ class SynthesisConfig(RunOptions):
     def translation_directions(self) -> list[tuple[str, str]]:
         """The directions the run translates: each target language into ``src_lang``, and back with markers
         unless the method projects without a back-translation (alignment, hybrid, model-scored)."""
-        method = get_method(self.method)
+        method = self.projection
         back = not (method.uses_alignment or method.uses_scorer)
         return [direction for lang in self.tgt_langs
                 for direction in ((lang, self.src_lang), *(((self.src_lang, lang),) if back else ()))]

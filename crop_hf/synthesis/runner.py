@@ -16,7 +16,6 @@ from crop_hf.engine.language import language_filter
 from crop_hf.engine.shards import shards_of
 from crop_hf.errors import EmptyInputError, reaching
 from crop_hf.labels import LabelSet
-from crop_hf.projection.methods import foreign_rules, get_method, placement
 from crop_hf.synthesis.card import synthesis_card
 from crop_hf.synthesis.config import SynthesisConfig
 from crop_hf.synthesis.filters import REASONS, STATISTICS_COLUMNS
@@ -96,7 +95,7 @@ class SynthesisJob(CorpusJob[KeptSentence, DiscardedSentence]):
 
     def before_run(self) -> None:
         self.check_inputs()
-        for line in foreign_rules(self.config.method, self.config.tgt_langs):
+        for line in self.config.projection.foreign_rules(self.config.tgt_langs):
             logger.warning(line)  # German's rules on Spanish, say: once per run, before hours of work
         if is_apertium(self.config.mt_model):
             ignored, _ = not_applicable(num_beams=self.config.num_beams,
@@ -104,7 +103,7 @@ class SynthesisJob(CorpusJob[KeptSentence, DiscardedSentence]):
             if ignored:
                 logger.warning("--mt_model apertium gives one translation per sentence: %s %s not apply",
                                " and ".join(ignored), "does" if len(ignored) == 1 else "do")
-        if self._models is not None and get_method(self.config.method).uses_scorer:
+        if self._models is not None and self.config.projection.uses_scorer:
             for lang in self.config.tgt_langs:  # models given: their scorer is checked before any shard
                 shard_scorer(self.config, self._models.scorer, lang)  # (loaded ones are checked as they load)
 
@@ -142,7 +141,7 @@ class SynthesisJob(CorpusJob[KeptSentence, DiscardedSentence]):
             crop_hf.report.write_report(self.output_dir)  # plots under report/, linked from the card just written
 
     def notes(self) -> list[str]:
-        how = placement(self.config.method)
+        how = self.config.projection.placement()
         return [f"labels: {how}"] if how else []
 
     def _label_names(self) -> list[str]:

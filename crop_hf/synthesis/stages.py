@@ -35,21 +35,13 @@ from crop_hf.errors import check_model, reaching
 from crop_hf.labels import LabelSet
 from crop_hf.markers import get_marker_style
 from crop_hf.projection import tokenize_target
-from crop_hf.projection.methods import (
-    ProjectionExample,
-    align_missing,
-    check_scorer,
-    method_options,
-    project_examples,
-    word_spans,
-)
+from crop_hf.projection.loading import load_method_models, load_method_scorer, method_scorer
+from crop_hf.projection.methods import ProjectionExample, align_missing, word_spans
 from crop_hf.projection.result import ProjectionResult
 from crop_hf.synthesis.config import EFLOMAL, SynthesisConfig
 from crop_hf.synthesis.inputs import UndecodableLine
 from crop_hf.synthesis.rows import DiscardedSentence, KeptSentence
 from crop_hf.translation.apertium import is_apertium
-from crop_hf.translation.loading import load_translator
-from crop_hf.translation.scoring import TranslationScorer
 from crop_hf.translation.text_engine import TextEngineTranslationPipeline
 
 logger = logging.getLogger(__name__)
@@ -73,7 +65,8 @@ class SynthesisModels:
     checks it (a model without the marker style's tokens asked to insert fails here, naming the
     model and the style, before the NER model is loaded) and builds the translator on the same
     weights: it only translates plain text (the raw sentence into the source language), so no
-    marker token is added to the checkpoint.
+    marker token is added to the checkpoint (:func:`~crop_hf.projection.loading.load_method_models`,
+    which translate-and-align shares).
     """
 
     translator: Any
@@ -86,26 +79,19 @@ class SynthesisModels:
     def load(cls, config: SynthesisConfig, device: Any = None) -> SynthesisModels:
         from transformers import pipeline  # crop_hf is imported, so labeled-translation is registered
 
-        chosen, options = method_options(config.method)
+        chosen = config.projection
         # every model the run needs exists (a folder, or offline a cached Hub id) before any is loaded
         if not is_apertium(config.mt_model):
             check_model(config.mt_model, "translation model (--mt_model)")
         check_model(config.ner_model, "NER model (--ner_model)")
         if chosen.uses_alignment and config.alignment_model not in (None, EFLOMAL):
             check_model(config.alignment_model, "word aligner (--alignment_model)")
-        scorer = None
-        if chosen.uses_scorer:
-            scorer = load_scorer(config, device)
-            translator = pipeline("labeled-translation", model=scorer.model, tokenizer=scorer.tokenizer, device=device,
-                                  batch_size=config.batch_size, backend=config.backend,
-                                  compute_type=config.compute_type, constrain_markers=config.constrain_markers,
-                                  marker_style=getattr(options, "marker_style", None), max_slots=0)
-        elif is_apertium(config.mt_model):  # its own batches and format handling: no model options
-            translator = load_translator(config.mt_model)
-        else:
-            translator = load_translator(config.mt_model, revision=config.mt_revision, device=device,
-                                         batch_size=config.batch_size, backend=config.backend,
-                                         compute_type=config.compute_type, constrain_markers=config.constrain_markers)
+        # the scorer (checked for every target language) before the NER model, so a model that cannot do the
+        # method fails before anything else loads
+        translator, scorer = load_method_models(
+            chosen, config.mt_model, src_lang=config.src_lang, tgt_langs=config.tgt_langs, revision=config.mt_revision,
+            device=device, batch_size=config.batch_size, backend=config.backend, compute_type=config.compute_type,
+            constrain_markers=config.constrain_markers)
         with reaching(config.ner_model, "NER model (--ner_model)"):
             tagger = pipeline("token-classification", model=config.ner_model, revision=config.ner_revision,
                               aggregation_strategy="first", device=device)
@@ -120,23 +106,17 @@ class SynthesisModels:
 
 def load_scorer(config: SynthesisConfig, device: Any = None) -> Any:
     """``config.mt_model`` (at ``mt_revision``) as a :class:`~crop_hf.projection.TranslationScorer`, checked
-    for every target language (:func:`shard_scorer`) before anything else is loaded."""
-    with reaching(config.mt_model, "translation model (--mt_model)"):
-        scorer = TranslationScorer.from_pretrained(config.mt_model, config.src_lang, config.tgt_langs[0],
-                                                   revision=config.mt_revision, device=device,
-                                                   batch_size=config.batch_size)
-    for lang in config.tgt_langs:
-        shard_scorer(config, scorer, lang)
-    return scorer
+    for every target language (:func:`shard_scorer`) before anything else is loaded
+    (:func:`~crop_hf.projection.loading.load_method_scorer`)."""
+    return load_method_scorer(config.projection, config.mt_model, src_lang=config.src_lang,
+                              tgt_langs=config.tgt_langs, revision=config.mt_revision, device=device,
+                              batch_size=config.batch_size)
 
 
 def shard_scorer(config: SynthesisConfig, scorer: Any, lang: str) -> Any:
     """The scorer of ``config.src_lang`` → ``lang`` (the source translation, marked, scores the raw sentence),
     checked for ``config.method``: a ``ValueError`` naming the model when it lacks the markers or a direction."""
-    if scorer is not None and (scorer.languages.src_lang, scorer.languages.tgt_lang) != (config.src_lang, lang):
-        scorer = scorer.direction(config.src_lang, lang)
-    check_scorer(config.method, scorer)
-    return scorer
+    return method_scorer(config.projection, scorer, config.src_lang, lang)
 
 
 @dataclass
@@ -180,13 +160,14 @@ def synthesize_shard(
     stage = on_stage or (lambda name: None)
     src = config.src_lang
     records = [SentenceRecord(text, lang) for text in sentences]
-    method, options = method_options(config.method)
+    # the run's method, read once with its config; CroP drops incomplete sentences, whatever the spec says
+    method = config.projection.with_options(drop_incomplete=True)
     # a model-scored method: its model is checked before any stage (a missing marker token fails here)
     scorer = shard_scorer(config, models.scorer, lang) if method.uses_scorer else None
 
     marker_styles = [style for style in (getattr(models.translator, "marker_style", None),) if style is not None]
-    if getattr(options, "marker_style", None) is not None:  # insertion writes its own markers into the raw sentence
-        marker_styles.append(get_marker_style(options.marker_style))
+    if method.marker_style is not None:  # insertion writes its own markers into the raw sentence
+        marker_styles.append(get_marker_style(method.marker_style))
     for record in records:
         if isinstance(record.text, UndecodableLine):
             record.drop("undecodable")
@@ -249,10 +230,10 @@ def synthesize_shard(
     if method.uses_scorer:
         if method.uses_alignment:
             align_missing(examples, models.aligner)  # the shard's pairs in one call, even if a sentence is refused
-        place = partial(project_examples, config.method, aligner=models.aligner, scorer=scorer, drop_incomplete=True)
+        place = partial(method.project, aligner=models.aligner, scorer=scorer)
         projected = list(_apply(place, alive, examples))  # a sentence the method refuses is a pipeline_error
     else:
-        results = project_examples(config.method, examples, aligner=models.aligner, drop_incomplete=True)
+        results = method.project(examples, aligner=models.aligner)
         projected = list(zip(alive, results, strict=True))
     for record, result in projected:
         record.projection = result
