@@ -85,7 +85,7 @@ MODULES: dict[str, Module] = {
     "labels (tag schemes)": Module("crop_hf/labels.py", (
         "split_tag", "_check_scheme", "tags_to_spans", "spans_to_tags", "convert_tags", "iob1_to_iob2",
         "iob2_to_iob1", "iob2_to_bioes", "bioes_to_iob2", "is_valid", "repair_tags")),
-    "synthesis.filters": Module("crop_hf/synthesis/filters.py"),
+    "synthesis.rows": Module("crop_hf/synthesis/rows.py"),
     "synthesis.stages": Module("crop_hf/synthesis/stages.py", (
         "SentenceRecord.*", "synthesize_shard", "process_shard", "_apply", "_provenance", "_kept", "_dropped"),
         "stage logic; SynthesisModels.load only loads checkpoints"),

@@ -313,7 +313,7 @@ def _every_reason() -> set[str]:
     from crop_hf.augment.translate_align import TRANSLATE_ALIGN_REASONS
     from crop_hf.markers import SLOT_FAILURE_REASONS
     from crop_hf.seqlogical import UNREPRESENTABLE_REASONS
-    from crop_hf.synthesis.filters import SYNTHESIS_REASONS
+    from crop_hf.synthesis.rows import SYNTHESIS_REASONS
     from crop_hf.translation.mark_parallel import DROP_REASONS
 
     return {*SYNTHESIS_REASONS, *TRANSLATE_ALIGN_REASONS, *FILTER_REASONS, *INPUT_REASONS, *DROP_REASONS,

@@ -875,7 +875,7 @@ def test_push_to_hub_passes_the_card_report_folder_and_credentials(tmp_path, mon
 
 
 def test_result_table_and_report_in_full():
-    from crop_hf.synthesis.filters import STATISTICS_COLUMNS
+    from crop_hf.synthesis.rows import STATISTICS_COLUMNS
     from crop_hf.synthesis.runner import SynthesisResult
 
     def counts(**given):

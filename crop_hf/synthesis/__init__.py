@@ -7,12 +7,12 @@
 
 See :class:`~crop_hf.synthesis.runner.SynthesisJob` for sharding, resumption and several
 processes, :mod:`crop_hf.synthesis.stages` for what happens to each sentence and
-:mod:`crop_hf.synthesis.filters` for the filters. Importing this package is light.
+:mod:`crop_hf.synthesis.rows` for the rows and why a row is dropped. Importing this package is light.
 """
 
 from crop_hf.engine.language import LanguageIdFilter
 from crop_hf.synthesis.config import SynthesisConfig
-from crop_hf.synthesis.filters import SYNTHESIS_REASONS
+from crop_hf.synthesis.rows import SYNTHESIS_REASONS
 from crop_hf.synthesis.runner import SynthesisJob, SynthesisResult, synthesize
 from crop_hf.synthesis.stages import SynthesisModels
 

@@ -25,7 +25,7 @@ def synthesis_card(
     """The card of a synthesized corpus: models and revisions, languages, counts per filter, command line, settings.
 
     ``config`` is the run's :class:`~crop_hf.synthesis.SynthesisConfig`; ``columns`` the statistics
-    columns in table order (:data:`crop_hf.synthesis.filters.STATISTICS_COLUMNS`); ``translator`` what
+    columns in table order (:data:`crop_hf.synthesis.rows.STATISTICS_COLUMNS`); ``translator`` what
     :func:`~crop_hf.translation.apertium.describe_translator` says of a translation engine (its version
     and pairs), ``None`` for a model.
     """

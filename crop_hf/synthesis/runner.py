@@ -18,9 +18,8 @@ from crop_hf.errors import EmptyInputError, reaching
 from crop_hf.labels import LabelSet
 from crop_hf.synthesis.card import synthesis_card
 from crop_hf.synthesis.config import SynthesisConfig
-from crop_hf.synthesis.filters import REASONS, STATISTICS_COLUMNS
 from crop_hf.synthesis.inputs import iter_raw_sentences
-from crop_hf.synthesis.rows import DiscardedSentence, KeptSentence, kept_features
+from crop_hf.synthesis.rows import REASONS, STATISTICS_COLUMNS, DiscardedSentence, KeptSentence, kept_features
 from crop_hf.synthesis.stages import SynthesisModels, shard_scorer, synthesize_shard
 from crop_hf.translation.apertium import describe_translator, is_apertium, not_applicable
 

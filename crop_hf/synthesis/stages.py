@@ -15,7 +15,7 @@ For each raw target sentence (CroP, Figure 1):
    where each span's markers go in the raw sentence, teacher-forced on the marked source
    translation (:mod:`crop_hf.projection.insertion`; ``rerank`` ranks candidate spans instead);
    a span it cannot place drops the sentence as ``projection_incomplete``;
-5. filter (see :mod:`crop_hf.synthesis.filters`): cheap filters run before expensive stages, so
+5. filter (see :mod:`crop_hf.synthesis.rows`): cheap filters run before expensive stages, so
    a sentence that is too long is never translated.
 """
 
