@@ -9,44 +9,12 @@ Usage::
 seqeval semantics: a slot counts when its name and word span both match; gold slots are the top-level ones.
 Gold trees with intents inside slots are counted in the overall score and also reported alone
 (``nested_*``); ``domains`` (optional, one per row) adds ``per_domain``. The computation is
-:func:`crop_hf.metrics.parsing.parse_scores`.
+:func:`crop_hf.metrics.parsing.parse_scores` (:mod:`crop_hf.metrics.parse_metric`).
 """
 
-import datasets
-import evaluate
-
-from crop_hf.metrics.parsing import parse_scores
-
-_CITATION = """\
-@inproceedings{einolghozati-etal-2021-el,
-  title = "El Volumen Louder Por Favor: Code-switching in Task-oriented Semantic Parsing",
-  author = "Einolghozati, Arash and Arora, Abhinav and Lecanda, Lorena Sainz-Maza and Kumar, Anuj and Gupta, Sonal",
-  booktitle = "EACL 2021", year = "2021"}
-"""
-
-_INPUTS = """
-Args:
-    predictions: predicted bracket parses, e.g. "[IN:GET_WEATHER weather in [SL:LOCATION Delhi ] ]".
-    references: gold bracket parses.
-    domains: optional domain of each row, for per-domain scores.
-Returns:
-    slot_precision, slot_recall, slot_f1 (and nested_/flat_ versions), count; per_domain with domains.
-"""
+from crop_hf.metrics import parse_metric
 
 
-@evaluate.utils.file_utils.add_start_docstrings(__doc__, _INPUTS)
-class SlotF1(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=__doc__, citation=_CITATION, inputs_description=_INPUTS,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                         "references": datasets.Value("string")}),
-            homepage="https://github.com/crop-hf/crop-hf")
-
-    def _compute(self, predictions, references, domains=None):
-        scores = parse_scores(predictions, references, domains)
-        out = {"slot_precision": scores["slot_precision"], "nested_slot_precision": scores["nested"]["slot_precision"], "flat_slot_precision": scores["flat"]["slot_precision"], "slot_recall": scores["slot_recall"], "nested_slot_recall": scores["nested"]["slot_recall"], "flat_slot_recall": scores["flat"]["slot_recall"], "slot_f1": scores["slot_f1"], "nested_slot_f1": scores["nested"]["slot_f1"], "flat_slot_f1": scores["flat"]["slot_f1"], "count": scores["count"]}
-        if domains is not None:
-            out["per_domain"] = {domain: {key: group[key] for key in ('slot_precision', 'slot_recall', 'slot_f1', 'count')}
-                                 for domain, group in scores["per_domain"].items()}
-        return out
+class SlotF1(parse_metric.ParseMetric):
+    keys = ("slot_precision", "slot_recall", "slot_f1")
+    returns = "slot_precision, slot_recall, slot_f1 (and nested_/flat_ versions), count; per_domain with domains."
