@@ -15,18 +15,12 @@ is refused unless ``--overwrite_output_dir`` is given.
 
 from __future__ import annotations
 
-import logging
-
 from crop_hf.augment.generate_filter import GenerateFilterConfig, generate_and_filter
-from crop_hf.console import progress_bars, setup_logging
+from crop_hf.commands import run_corpus_job
 
 CONFIG_CLASSES = (GenerateFilterConfig,)
 
 
 def run(config: GenerateFilterConfig) -> int:
-    setup_logging(logging.INFO)
-    with progress_bars(config.show_progress, own_only=True):
-        result = generate_and_filter(config)
-    if result.statistics:  # the main process
-        print(result.report())
+    run_corpus_job(generate_and_filter, config)
     return 0

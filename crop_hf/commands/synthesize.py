@@ -16,10 +16,9 @@ refused unless ``--overwrite_output_dir`` is given.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 
-from crop_hf.console import progress_bars, setup_logging
+from crop_hf.commands import run_corpus_job
 from crop_hf.synthesis import synthesize
 from crop_hf.synthesis.config import SynthesisConfig
 from crop_hf.synthesis.runner import push_to_hub
@@ -40,11 +39,8 @@ CONFIG_CLASSES = (SynthesisConfig, HubOptions)
 
 def run(config: SynthesisConfig, hub: HubOptions | None = None) -> int:
     hub = hub or HubOptions()
-    setup_logging(logging.INFO)
-    with progress_bars(config.show_progress, own_only=True):
-        result = synthesize(config)
+    result = run_corpus_job(synthesize, config)
     if result.statistics:  # the main process
-        print(result.report())
         if config.report:
             print(f"report: {result.output_dir / 'report' / 'index.html'} (plots linked from the card)")
         if hub.push_to_hub:

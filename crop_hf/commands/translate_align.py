@@ -24,18 +24,12 @@ is refused unless ``--overwrite_output_dir`` is given.
 
 from __future__ import annotations
 
-import logging
-
 from crop_hf.augment.translate_align import TranslateAlignConfig, translate_align
-from crop_hf.console import progress_bars, setup_logging
+from crop_hf.commands import run_corpus_job
 
 CONFIG_CLASSES = (TranslateAlignConfig,)
 
 
 def run(config: TranslateAlignConfig) -> int:
-    setup_logging(logging.INFO)
-    with progress_bars(config.show_progress, own_only=True):
-        result = translate_align(config)
-    if result.statistics:  # the main process
-        print(result.report())
+    run_corpus_job(translate_align, config)
     return 0

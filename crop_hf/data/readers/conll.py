@@ -6,7 +6,7 @@ used; entity types are renamed with a ``label_map`` and checked against a label 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import NamedTuple
 
 from crop_hf.data.readers.io import (
@@ -157,6 +157,23 @@ class _SentenceBuffer:
             return None
         return TaggedSentence(tokens, converted, lines[0], lang)
 
+    def sentences(self, lines: Iterable[tuple[int, str | None]], encoding: str, read_line: Callable[[int, str], None],
+                  ends: Callable[[str], bool] = lambda text: not text.strip()) -> Iterator[TaggedSentence]:
+        """The sentences of ``lines`` (``iter_lines``): a line that ``ends`` says ends one (a blank line), or
+        the end of the file, finishes the sentence; ``read_line(number, text)`` reads every other line of a
+        sentence not already broken into the buffer. The readers below differ only in their lines."""
+        for number, text in lines:
+            if text is None:
+                self.undecodable(number, encoding)
+            elif ends(text):
+                if (sentence := self.flush()) is not None:
+                    yield sentence
+            elif self.broken is None:
+                read_line(number, text)
+        if (sentence := self.flush()) is not None:
+            yield sentence
+        self.skipper.finish()
+
 
 # --------------------------------------------------------------------------- CoNLL columns
 
@@ -189,29 +206,25 @@ def read_conll(
     skipper = Skipper(name, errors, skipped)
     buffer = _SentenceBuffer(name, skipper, scheme, label_map, label_set)
     columns = f"{min_columns}" if min_columns == max_columns else f"{min_columns} to {max_columns}"
-    for number, text in iter_lines(source, encoding):
-        if text is None:
-            buffer.undecodable(number, encoding)
-            continue
+
+    def fields_of(text: str) -> list[str]:
         if separator is None:
-            fields = text.split()
-        else:
-            stripped = text.strip()
-            fields = [f.strip() for f in stripped.split(separator)] if stripped else []
-        if not fields or fields[0] == "-DOCSTART-":
-            sentence = buffer.flush()
-            if sentence is not None:
-                yield sentence
-        elif buffer.broken is not None:
-            continue
-        elif not min_columns <= len(fields) <= max_columns or (separator is not None and not all(fields)):
+            return text.split()
+        stripped = text.strip()
+        return [f.strip() for f in stripped.split(separator)] if stripped else []
+
+    def read_line(number: int, text: str) -> None:
+        fields = fields_of(text)
+        if not min_columns <= len(fields) <= max_columns or (separator is not None and not all(fields)):
             buffer.fail(FormatError(name, number, f"{columns} non-empty columns with the tag last", text, "columns"))
         else:
             buffer.add(fields[token_column], fields[-1], number)
-    sentence = buffer.flush()
-    if sentence is not None:
-        yield sentence
-    skipper.finish()
+
+    def ends(text: str) -> bool:  # a blank line, or a -DOCSTART- line between documents
+        fields = fields_of(text)
+        return not fields or fields[0] == "-DOCSTART-"
+
+    yield from buffer.sentences(iter_lines(source, encoding), encoding, read_line, ends)
 
 
 def read_bioes(
@@ -289,32 +302,21 @@ def read_conllu_ner(
     skipper = Skipper(name, errors, skipped)
     buffer = _SentenceBuffer(name, skipper, "IOB2", label_map, label_set)
     prefix = f"{misc_key}="
-    for number, text in iter_lines(source, "utf-8"):
-        if text is None:
-            buffer.undecodable(number, "UTF-8")
-            continue
-        if not text.strip():
-            sentence = buffer.flush()
-            if sentence is not None:
-                yield sentence
-            continue
-        if text.startswith("#") or buffer.broken is not None:
-            continue
+
+    def read_line(number: int, text: str) -> None:
+        if text.startswith("#"):
+            return
         fields = text.rstrip().split("\t")
         if len(fields) != 10:
             buffer.fail(FormatError(name, number, "10 tab-separated CoNLL-U columns", text, "columns"))
-        elif "-" in fields[0] or "." in fields[0]:
-            continue
-        else:
+        elif "-" not in fields[0] and "." not in fields[0]:
             tag = next((item[len(prefix) :] for item in fields[9].split("|") if item.startswith(prefix)), None)
             if tag is None:
                 buffer.fail(FormatError(name, number, f"a '{prefix}' entry in the MISC column", fields[9], "tag"))
             else:
                 buffer.add(fields[1], tag, number)
-    sentence = buffer.flush()
-    if sentence is not None:
-        yield sentence
-    skipper.finish()
+
+    yield from buffer.sentences(iter_lines(source, "utf-8"), "UTF-8", read_line)
 
 
 # --------------------------------------------------------------------------- PAN-X
@@ -335,17 +337,8 @@ def read_panx(
     name = source_name(source)
     skipper = Skipper(name, errors, skipped)
     buffer = _SentenceBuffer(name, skipper, "IOB2", None, label_set)
-    for number, text in iter_lines(source, "utf-8"):
-        if text is None:
-            buffer.undecodable(number, "UTF-8")
-            continue
-        if not text.strip():
-            sentence = buffer.flush()
-            if sentence is not None:
-                yield sentence
-            continue
-        if buffer.broken is not None:
-            continue
+
+    def read_line(number: int, text: str) -> None:
         body, tab, tag = text.strip().rpartition("\t")
         token_lang, colon, token = body.partition(":")
         if not tab or not colon or not token or not token_lang or not tag.strip():
@@ -355,8 +348,6 @@ def read_panx(
         else:
             buffer.lang = token_lang
             buffer.add(token, tag.strip(), number)
-    sentence = buffer.flush()
-    if sentence is not None:
-        yield sentence
-    skipper.finish()
+
+    yield from buffer.sentences(iter_lines(source, "utf-8"), "UTF-8", read_line)
 
