@@ -52,6 +52,49 @@ def test_a_model_trained_with_hub_private_repo_is_pushed_as_a_private_repository
     assert options["private"] is private
 
 
+@pytest.mark.parametrize(("main", "model_id", "message"), [(True, None, None), (True, "me/ner", "Round 2"),
+                                                            (False, "me/ner", "Round 2")])
+def test_publish_writes_results_card_and_uploads_the_folder_as_asked_on_the_main_process_only(
+        tmp_path, monkeypatch, main, model_id, message):
+    """What a finished run writes and pushes: every argument of the upload reaches it, and another process
+    writes nothing, but waits and frees Accelerate's references all the same."""
+    import json
+
+    from crop_hf import hub
+    from crop_hf.engine.training import TrainingRun
+
+    pushed, said = [], []
+    monkeypatch.setattr(hub, "push_folder", lambda folder, repo, **options: pushed.append((folder, repo, options)))
+    output = tmp_path / "ner-model"
+    args = SimpleNamespace(output_dir=str(output), push_to_hub=True, hub_model_id=model_id, hub_token="t0k",
+                           hub_private_repo=True)
+    accelerator = SimpleNamespace(is_main_process=main, wait_for_everyone=lambda: said.append("wait"),
+                                  free_memory=lambda: said.append("free"))
+    card = SimpleNamespace(save=lambda path: Path(path).write_text("# card"))
+    TrainingRun(accelerator, args, model=None, completed_steps=1, max_steps=1).publish(
+        {"f1": 0.5, "eval_loss": 1.0}, card=lambda: card, commit_message=message)
+    assert said == ["wait", "free"]
+    if not main:
+        assert pushed == [] and not output.exists()
+        return
+    assert json.loads((output / "all_results.json").read_text()) == {"eval_loss": 1.0, "f1": 0.5}
+    assert (output / "all_results.json").read_text().startswith('{\n  "eval_loss"')  # indented, keys sorted
+    assert (output / "README.md").read_text() == "# card" and not list(output.glob("*.tmp"))
+    extra = {"commit_message": message} if message else {}
+    assert pushed == [(output, model_id or "ner-model", {"token": "t0k", "private": True, **extra})]
+
+
+def test_write_all_results_returns_what_it_wrote_and_makes_its_folder(tmp_path):
+    import json
+
+    from crop_hf.engine.training import write_all_results
+
+    path = tmp_path / "new" / "all_results.json"
+    assert write_all_results(path, {"b": 2, "a": [1]}) == {"b": 2, "a": [1]}
+    assert path.read_text() == json.dumps({"a": [1], "b": 2}, indent=2, sort_keys=True) + "\n"
+    assert sorted(p.name for p in path.parent.iterdir()) == ["all_results.json"]  # the temporary file renamed
+
+
 # --------------------------------------------------------------------------- 2. the parser's score of a given tree
 
 

@@ -160,3 +160,42 @@ def test_crop_hf_synthesize_finds_a_pip_installed_method_with_no_import_in_user_
     assert ("projection method 'only_types': unknown option 'label' (did you mean labels?); "
             "valid options: drop_incomplete, labels") in run.stderr
     assert not (tmp_path / "out").exists()
+
+
+class _Point:
+    """An entry point as importlib.metadata gives one, with the distribution it came from (or none)."""
+
+    def __init__(self, name: str, value: str, dist_name: str | None) -> None:
+        self.name, self.value = name, value
+        self.dist = type("Dist", (), {"name": dist_name})() if dist_name is not None else None
+
+    def load(self):
+        return self.value.upper()
+
+
+def test_a_closed_registry_never_asks_for_entry_points(monkeypatch):
+    import crop_hf.registry as registry
+
+    def refuse(**kwargs):
+        raise AssertionError(f"entry points read for a closed registry: {kwargs}")
+
+    monkeypatch.setattr(registry, "entry_points", refuse)
+    shapes = Registry("shape", {"circle": 0})
+    assert shapes["circle"] == 0 and shapes.names() == ("circle",) and "square" not in shapes
+
+
+def test_the_taken_name_line_names_the_entry_point_its_package_and_group_or_says_the_package_is_unknown(
+        monkeypatch, caplog):
+    import crop_hf.registry as registry
+
+    points = [_Point("circle", "pkg:CIRCLE", "shapes-pkg"), _Point("circle", "other:CIRCLE", None),
+              _Point("square", "pkg:square", None)]
+    monkeypatch.setattr(registry, "entry_points", lambda group: [p for p in points if group == GROUP])
+    shapes = Registry("shape", {"circle": "ours"}, group=GROUP)
+    with caplog.at_level(logging.WARNING, logger="crop-hf"):
+        assert shapes["square"] == "PKG:SQUARE" and shapes["circle"] == "ours"
+    assert [record.getMessage() for record in caplog.records] == [
+        f"shape 'circle' is registered already: entry point 'circle' = 'pkg:CIRCLE' of package shapes-pkg (group "
+        f"{GROUP}) is ignored",
+        f"shape 'circle' is registered already: entry point 'circle' = 'other:CIRCLE' of package an unknown package "
+        f"(group {GROUP}) is ignored"]
