@@ -89,7 +89,7 @@ def test_write_all_results_returns_what_it_wrote_and_makes_its_folder(tmp_path):
 
     from crop_hf.engine.training import write_all_results
 
-    path = tmp_path / "new" / "all_results.json"
+    path = tmp_path / "new" / "run" / "all_results.json"  # two folders to make
     assert write_all_results(path, {"b": 2, "a": [1]}) == {"b": 2, "a": [1]}
     assert path.read_text() == json.dumps({"a": [1], "b": 2}, indent=2, sort_keys=True) + "\n"
     assert sorted(p.name for p in path.parent.iterdir()) == ["all_results.json"]  # the temporary file renamed
