@@ -92,6 +92,8 @@ MODULES: dict[str, Module] = {
     "engine.records": Module("crop_hf/engine/records.py"),
     "engine.language": Module("crop_hf/engine/language.py"),
     "engine.jobs": Module("crop_hf/engine/jobs.py"),
+    "engine.options": Module("crop_hf/engine/options.py"),
+    "engine.processes": Module("crop_hf/engine/processes.py"),
     "self_training": Module("crop_hf/self_training.py", ("combine_labels", "_source_tag_strings"),
                             "label combination; training itself is tests/test_self_training's end-to-end run"),
     "ner.evaluate (scoring)": Module("crop_hf/ner/evaluate.py", ("score_tags", "average_scores")),
