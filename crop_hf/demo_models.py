@@ -22,6 +22,7 @@ import json
 import string
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from crop_hf.labels import CONLL_LABELS, LabelSet
 
@@ -184,6 +185,12 @@ def build_tiny_m2m100(
     return save_dir
 
 
+def _encoder_sizes(tokenizer: Any, hidden_size: int, layers: int) -> dict[str, int]:
+    """The sizes of a tiny encoder over ``tokenizer``'s vocabulary: two heads, a feed-forward twice as wide."""
+    return {"vocab_size": len(tokenizer), "hidden_size": hidden_size, "num_hidden_layers": layers,
+            "num_attention_heads": 2, "intermediate_size": 2 * hidden_size}
+
+
 def build_tiny_xlmr_ner(
     save_dir: str | Path,
     labels: LabelSet | Iterable[str] = CONLL_LABELS,
@@ -213,11 +220,7 @@ def build_tiny_xlmr_ner(
 
     torch.manual_seed(seed)
     config = XLMRobertaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden_size,
-        num_hidden_layers=layers,
-        num_attention_heads=2,
-        intermediate_size=2 * hidden_size,
+        **_encoder_sizes(tokenizer, hidden_size, layers),
         max_position_embeddings=258,  # RoBERTa positions start after the padding index
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,
@@ -270,11 +273,7 @@ def build_tiny_bert(
 
     torch.manual_seed(seed)
     config = BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden_size,
-        num_hidden_layers=layers,
-        num_attention_heads=2,
-        intermediate_size=2 * hidden_size,
+        **_encoder_sizes(tokenizer, hidden_size, layers),
         max_position_embeddings=128,
         hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
