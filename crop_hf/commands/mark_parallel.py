@@ -4,17 +4,17 @@
         --output_dir marked/train --both_directions true
 
 Aligns each language pair with eflomal (grow-diag-final-and), extracts consistent phrase pairs and
-wraps randomly chosen ones in the same marker on both sides. Writes ``data-*.parquet`` shards,
-``statistics.json`` (counts by drop reason, timings), ``discarded/`` (the dropped pairs) and a
-dataset card (``README.md``) to ``--output_dir``; ``crop-hf train-translation --train_file`` reads
-that folder. A dataset with a ``translation`` column (or two text columns) works too: ``--dataset
+wraps randomly chosen ones in the same marker on both sides. Writes ``data-*.parquet`` files
+(``--rows_per_file`` rows each), ``statistics.json`` (counts by drop reason, timings),
+``discarded/`` (the dropped pairs) and a dataset card (``README.md``) to ``--output_dir``;
+``crop-hf train-translation --train_file`` reads that folder. A dataset with a ``translation`` column (or two text columns) works too: ``--dataset
 wmt19 --dataset_config de-en --language_pairs en-de``.
 
 Each ``--shard_size`` pairs (formerly ``--align_chunk_size``) are aligned together and are a shard
 under ``--output_dir/shards/``: a rerun with the same options and unchanged inputs (same files,
 sizes and modification times) skips the finished shards, a folder holding a finished result of
-other options is refused unless ``--overwrite_output_dir``, and several processes share the shards (``ACCELERATE_USE_CPU=1 torchrun --standalone
---nproc_per_node N -m crop_hf.cli mark-parallel ...``).
+other options is refused unless ``--overwrite_output_dir``, and several processes share the shards
+(``ACCELERATE_USE_CPU=1 torchrun --standalone --nproc_per_node N -m crop_hf.cli mark-parallel ...``).
 """
 
 from __future__ import annotations
