@@ -7,8 +7,9 @@ Aligns each language pair with eflomal (grow-diag-final-and), extracts consisten
 wraps randomly chosen ones in the same marker on both sides. Writes ``data-*.parquet`` files
 (``--rows_per_file`` rows each), ``statistics.json`` (counts by drop reason, timings),
 ``discarded/`` (the dropped pairs) and a dataset card (``README.md``) to ``--output_dir``;
-``crop-hf train-translation --train_file`` reads that folder. A dataset with a ``translation`` column (or two text columns) works too: ``--dataset
-wmt19 --dataset_config de-en --language_pairs en-de``.
+``crop-hf train-translation --train_file`` reads that folder. A dataset with a ``translation``
+column (or two text columns) works too: ``--dataset wmt19 --dataset_config de-en --language_pairs
+en-de``.
 
 Each ``--shard_size`` pairs (formerly ``--align_chunk_size``) are aligned together and are a shard
 under ``--output_dir/shards/``: a rerun with the same options and unchanged inputs (same files,
