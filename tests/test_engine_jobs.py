@@ -282,3 +282,39 @@ def test_push_output_uploads_the_kept_splits_with_the_card_public_unless_asked(t
     (tmp_path / "report").mkdir()
     push_output(tmp_path, "me/count", private=True, token="t")
     assert calls[1][3] == {"private": True, "token": "t", "folders": {"report": tmp_path / "report"}}
+
+
+def test_the_result_table_and_report_of_any_counts(tmp_path):
+    """JobResult built by hand (its older names are aliases users construct): missing counts read 0, no
+    counts is a header alone, every empty split is named, and mark-parallel's data files are where the
+    dataset is."""
+    empty = JobResult(tmp_path)
+    assert empty.table().splitlines()[0].split() == ["split"] and empty.empty() == []
+    result = JobResult(tmp_path, {"a": {"input": 2, "kept": 1}, "b": {"input": 3}, "c": {"input": 1, "kept": 0}},
+                       key_name="lang")
+    rows = [line.split() for line in result.table().splitlines() if not line.startswith("-")]
+    assert rows == [["lang", "input", "kept"], ["a", "2", "1"], ["b", "3", "0"], ["c", "1", "0"], ["total", "6", "1"]]
+    assert result.empty() == ["b", "c"]
+    report = result.report().splitlines()
+    assert f"nothing kept for b, c: see {tmp_path / 'discarded'} for why each was dropped" in report
+    assert f"dataset: {tmp_path / 'dataset'}" in report
+    (tmp_path / "data-00000.parquet").write_bytes(b"")
+    assert f"dataset: {tmp_path / 'data-*.parquet'}" in result.report().splitlines()
+
+
+def test_an_output_folder_that_is_a_file_is_refused_by_its_option_before_any_hook(tmp_path):
+    from crop_hf.errors import OutputPathError
+
+    (tmp_path / "out").write_text("a file")
+    job = CountJob(CountConfig(output_dir=str(tmp_path / "out")))
+    with pytest.raises(OutputPathError, match=r"^--output_dir .*: a file is there, not a folder$"):
+        run_job(job)
+    assert job.processed == []
+
+
+def test_the_result_says_what_a_key_is(tmp_path):
+    class Languages(CountJob):
+        key_name = "lang"
+
+    result = run_job(Languages(CountConfig(output_dir=str(tmp_path), keys=["a"])))
+    assert result.key_name == "lang" and result.table().split()[0] == "lang"
