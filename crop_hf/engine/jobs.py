@@ -103,16 +103,22 @@ class JobResult:
     def discarded_path(self) -> Path:
         return self.output_dir / "discarded"
 
+    def _data_files(self) -> list[str]:
+        """Mark-parallel's ``data-*.parquet`` files, where a job writes those instead of ``dataset/``."""
+        if self.dataset_path.is_dir():
+            return []
+        return sorted(str(path) for path in self.output_dir.glob("data-*.parquet"))
+
     @cached_property
     def dataset(self) -> Any:
         """The kept rows: ``dataset/`` (a ``DatasetDict``, one split per key), or mark-parallel's
-        ``data-*.parquet`` files (one ``Dataset``), memory-mapped."""
+        ``data-*.parquet`` files (one ``Dataset``), memory-mapped; ``None`` when there are neither."""
         import datasets
 
-        if self.dataset_path.is_dir():
-            return datasets.load_from_disk(str(self.dataset_path))
-        files = sorted(str(path) for path in self.output_dir.glob("data-*.parquet"))
-        return datasets.Dataset.from_parquet(files, split="train") if files else None
+        files = self._data_files()
+        if files:
+            return datasets.Dataset.from_parquet(files, split="train")
+        return datasets.load_from_disk(str(self.dataset_path)) if self.dataset_path.is_dir() else None
 
     def empty(self) -> list[str]:
         """The splits whose corpus came out empty after filtering."""
@@ -132,7 +138,7 @@ class JobResult:
         if self.empty():
             lines.append(f"nothing kept for {', '.join(self.empty())}: see {self.discarded_path} for why each "
                          "was dropped")
-        data = self.output_dir / "data-*.parquet" if any(self.output_dir.glob("data-*.parquet")) else self.dataset_path
+        data = self.output_dir / "data-*.parquet" if self._data_files() else self.dataset_path
         lines += ["", f"dataset: {data}", f"discarded: {self.discarded_path}", f"card: {self.output_dir / 'README.md'}"]
         if any(self.skipped_shards.values()):
             counts = ", ".join(f"{split} {count}" for split, count in self.skipped_shards.items() if count)
@@ -326,7 +332,8 @@ def _statistics(job: CorpusJob) -> dict[str, dict[str, float]]:
     return {key: shard_statistics(job.store.finished(key), job.statistics_columns) for key in job.keys}
 
 
-def _merge(job: CorpusJob) -> None:
+def _merge(job: CorpusJob) -> dict[str, dict[str, float]]:
+    """Write the outputs, ``statistics.json`` and the card; the counts per split they show."""
     job.write_outputs()
     counts = job.counts(_statistics(job))
     atomic_write_bytes(job.output_dir / "statistics.json",
@@ -334,6 +341,7 @@ def _merge(job: CorpusJob) -> None:
     command_line = shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]])
     atomic_write_bytes(job.output_dir / "README.md", job.card(counts, command_line=command_line).encode("utf-8"))
     job.after_merge()
+    return counts
 
 
 def run_job(job: CorpusJob) -> JobResult:
@@ -363,11 +371,11 @@ def run_job(job: CorpusJob) -> JobResult:
         logger.log(*processes.describe_processes(state, job.name, per=job.per_key))
     skipped = {job.split(key): _run_key(job, key, state)[1] for key in keys}
     state.wait_for_everyone()
+    statistics = {}
     if state.is_main_process:
-        _merge(job)
+        statistics = _merge(job)
         job.store.record_result(keys)
     state.wait_for_everyone()
-    statistics = job.counts(_statistics(job)) if state.is_main_process else {}
     return JobResult(job.output_dir, statistics, skipped, job.notes(), job.key_name)
 
 

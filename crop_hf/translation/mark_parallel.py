@@ -102,10 +102,6 @@ class MarkParallelConfig(MarkingConfig, RunOptions):
         if self.rows_per_file < 1:
             raise ValueError(f"rows_per_file must be at least 1, got {self.rows_per_file}")
 
-    def marking(self) -> MarkingConfig:
-        """The marking options alone."""
-        return MarkingConfig(**{item.name: getattr(self, item.name) for item in dataclasses.fields(MarkingConfig)})
-
 
 def _open_text(path: Path):
     return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")
