@@ -265,6 +265,15 @@ class ListJob(CorpusJob[TextRow, OddRow]):
         return "# list\n"
 
 
+def run_as(monkeypatch, index: int, count: int, job: CorpusJob):
+    """Run ``job`` as process ``index`` of ``count`` (Accelerate's state replaced by a :class:`FakeState`)."""
+    from crop_hf.engine import processes
+    from crop_hf.engine.jobs import run_job
+
+    monkeypatch.setattr(processes, "process_state", lambda: FakeState(index, count))
+    return run_job(job)
+
+
 def numbered(count: int, size: int) -> list[tuple[int, list[str]]]:
     """``count`` items ``s0, s1, ...`` in shards of ``size``."""
     items = [f"s{i}" for i in range(count)]

@@ -25,11 +25,12 @@ from synthesis_fakes import (
     fake_config,
     fake_models,
     numbered,
+    run_as,
 )
 
 from crop_hf.augment.translate_align import TranslateAlignConfig, TranslateAlignModels, translate_align
 from crop_hf.engine import processes, shards
-from crop_hf.engine.jobs import ShardResult, run_job
+from crop_hf.engine.jobs import ShardResult
 from crop_hf.engine.shards import (
     RESULT_RECORD,
     ShardStore,
@@ -141,12 +142,6 @@ def test_a_translate_align_run_written_before_resumes_with_every_shard_skipped(o
     assert loaded(out / "discarded") == expected["discarded"]
     assert features(out / "dataset") == ordered(expected["features"])
     assert features(out / "discarded") == ordered(expected["discarded_features"])
-
-
-def run_as(monkeypatch, index: int, count: int, job: ListJob):
-    """Run ``job`` as process ``index`` of ``count``."""
-    monkeypatch.setattr(processes, "process_state", lambda: FakeState(index, count))
-    return run_job(job)
 
 
 def test_shard_k_goes_to_process_k_mod_n_and_each_is_written_whole(tmp_path, monkeypatch):

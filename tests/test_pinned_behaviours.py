@@ -20,7 +20,16 @@ from types import SimpleNamespace
 
 import datasets
 import pytest
-from synthesis_fakes import FakeState, ListConfig, ListJob, as_rows, fake_config, fake_models, numbered
+from synthesis_fakes import (
+    FakeState,
+    ListConfig,
+    ListJob,
+    as_rows,
+    fake_config,
+    fake_models,
+    numbered,
+    run_as,
+)
 
 from crop_hf.augment.inputs import ParseInput
 from crop_hf.augment.translate_align import (
@@ -30,7 +39,6 @@ from crop_hf.augment.translate_align import (
     translate_align,
 )
 from crop_hf.engine import processes
-from crop_hf.engine.jobs import run_job
 from crop_hf.synthesis import SynthesisConfig, SynthesisJob, synthesize
 
 
@@ -230,11 +238,6 @@ def test_a_same_size_edit_that_keeps_the_modification_time_is_read_again(tmp_pat
 # --------------------------------------------------------------------------- shards of several processes
 
 
-def _run_as(monkeypatch, index: int, count: int, job: ListJob):
-    monkeypatch.setattr(processes, "process_state", lambda: FakeState(index, count))
-    return run_job(job)
-
-
 def test_a_process_counts_only_its_own_shards_when_some_are_finished(tmp_path, monkeypatch):
     # Shards 0..6 of 13 items; an earlier run finished shards 1, 2 and 4.
     earlier = ListJob(ListConfig(output_dir=str(tmp_path)), {"xx": numbered(13, 2)})
@@ -242,7 +245,7 @@ def test_a_process_counts_only_its_own_shards_when_some_are_finished(tmp_path, m
         if index in (1, 2, 4):
             earlier.store.write("xx", index, [], {"input": len(items), "kept": 0})
     jobs = [ListJob(ListConfig(output_dir=str(tmp_path)), {"xx": numbered(13, 2)}) for _ in range(3)]
-    skipped = [_run_as(monkeypatch, index, 3, job).skipped_shards for index, job in ((1, jobs[1]), (2, jobs[2]),
+    skipped = [run_as(monkeypatch, index, 3, job).skipped_shards for index, job in ((1, jobs[1]), (2, jobs[2]),
                                                                                         (0, jobs[0]))]
     assert skipped == [{"xx": 2}, {"xx": 1}, {"xx": 0}]  # 1, 4: both finished; 2 finished, 5 not; 0, 3, 6
     assert [job.processed for job in jobs] == [[("xx", 0), ("xx", 3), ("xx", 6)], [], [("xx", 5)]]
@@ -253,7 +256,7 @@ def test_each_process_says_what_it_skipped_of_its_own_shards(tmp_path, monkeypat
 
     def run(index: int) -> ListJob:
         job = ListJob(ListConfig(output_dir=str(tmp_path), keys=["aa", "bb"]), given)
-        job.result = _run_as(monkeypatch, index, 2, job)
+        job.result = run_as(monkeypatch, index, 2, job)
         return job
 
     with caplog.at_level(logging.INFO, logger="crop_hf.engine.jobs"):
