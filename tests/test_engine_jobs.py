@@ -185,7 +185,8 @@ def test_a_renamed_option_keeps_its_old_name_in_the_fingerprint_and_its_old_spel
 
 
 def test_the_merge_reads_rewritten_shards_afresh_and_counts_dropped_rows_from_the_files(tmp_path):
-    from crop_hf.engine.shards import ShardStore, merge_shards, row_features
+    from crop_hf.engine.records import row_features
+    from crop_hf.engine.shards import ShardStore, merge_shards
 
     store = ShardStore(tmp_path, {"run": 1})
     # one input item, two kept rows (mark-parallel's two directions) and a dropped one: input - kept < 0
@@ -200,7 +201,8 @@ def test_the_merge_reads_rewritten_shards_afresh_and_counts_dropped_rows_from_th
 def test_an_empty_shard_keeps_its_columns_and_merges_with_the_others(tmp_path):
     import pyarrow.parquet as pq
 
-    from crop_hf.engine.shards import ShardStore, merge_shards, row_features
+    from crop_hf.engine.records import row_features
+    from crop_hf.engine.shards import ShardStore, merge_shards
 
     store = ShardStore(tmp_path, {"run": 2})
     store.write("a", 0, [], {"input": 0, "kept": 0})

@@ -31,13 +31,12 @@ from synthesis_fakes import (
 from crop_hf.augment.translate_align import TranslateAlignConfig, TranslateAlignModels, translate_align
 from crop_hf.engine import processes, shards
 from crop_hf.engine.jobs import ShardResult
+from crop_hf.engine.records import row_descriptions, row_features
 from crop_hf.engine.shards import (
     RESULT_RECORD,
     ShardStore,
     fingerprint,
     merge_shards,
-    row_descriptions,
-    row_features,
     save_dataset_dict,
     shard_statistics,
 )

@@ -44,7 +44,8 @@ from crop_hf.engine import processes
 from crop_hf.engine.arguments import TrainingLoopArguments
 from crop_hf.engine.jobs import CorpusJob, JobResult, ShardResult, run_job
 from crop_hf.engine.options import RunOptions
-from crop_hf.engine.shards import merge_shards, row_descriptions, save_dataset_dict, shards_of
+from crop_hf.engine.records import row_descriptions
+from crop_hf.engine.shards import merge_shards, save_dataset_dict, shards_of
 from crop_hf.engine.training import TrainingTask, start, telling_where_saved, train
 from crop_hf.errors import EmptyInputError, check_model
 from crop_hf.seqlogical import FlatParse, parse, to_flat

@@ -44,8 +44,8 @@ from crop_hf.engine import processes
 from crop_hf.engine.jobs import CorpusJob, JobResult, ShardResult, run_job
 from crop_hf.engine.language import language_filter
 from crop_hf.engine.options import RunOptions
-from crop_hf.engine.records import each_or_none
-from crop_hf.engine.shards import row_descriptions, shards_of
+from crop_hf.engine.records import each_or_none, row_descriptions
+from crop_hf.engine.shards import shards_of
 from crop_hf.errors import EmptyInputError, check_language_code, check_model
 from crop_hf.labels import Span, spans_to_tags, tags_to_spans
 from crop_hf.projection import tokenize_target

@@ -39,13 +39,13 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from crop_hf import hub
 from crop_hf.engine import processes
+from crop_hf.engine.records import row_features
 from crop_hf.engine.shards import (
     ShardStore,
     atomic_write_bytes,
     check_output_dir,
     describe_inputs,
     merge_shards,
-    row_features,
     save_dataset_dict,
     shard_statistics,
 )

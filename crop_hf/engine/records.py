@@ -1,18 +1,24 @@
-"""Per-record pieces every long job shares: a model call that drops one refused record, entity spans.
+"""Per-record pieces every long job shares: its rows' columns, a model call that drops one refused record, entity spans.
 
-A corpus job (synthesis, translate-and-align, ...) calls its models batch by batch; one record a
-pipeline refuses must not stop the run (:func:`each_or_none`). :func:`entity_spans` turns what a
-``token-classification`` pipeline returns into the character spans projection reads.
+A corpus job's kept and dropped rows are dataclasses; their ``datasets.Features`` and the column
+descriptions of a dataset card come from the fields (:func:`row_features`, :func:`row_descriptions`).
+A job calls its models batch by batch; one record a pipeline refuses must not stop the run
+(:func:`each_or_none`). :func:`entity_spans` turns what a ``token-classification`` pipeline returns
+into the character spans projection reads.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Callable
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["each_or_none", "entity_spans"]
+__all__ = ["each_or_none", "entity_spans", "row_descriptions", "row_features"]
 
 
 #: What a pipeline raises for one record it refuses (text it cannot mark, a translation too long to tag).
@@ -78,3 +84,43 @@ def entity_spans(text: str, entities: list[dict]) -> list[dict]:
         if start < end and (not spans or start >= spans[-1]["end"]):
             spans.append({"start": start, "end": end, "label": entity.get("entity_group", entity.get("entity"))})
     return spans
+
+
+def _feature(annotation: Any) -> Any:
+    import datasets
+
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        inner = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        if len(inner) != 1:
+            raise TypeError(f"a row field may be one type or None, not {annotation}")
+        return _feature(inner[0])  # None is a missing value, not a type of its own
+    if typing.get_origin(annotation) is list:
+        (item,) = typing.get_args(annotation)
+        return datasets.List(_feature(item))
+    values = {str: "string", int: "int64", float: "float64", bool: "bool"}
+    if annotation in values:
+        return datasets.Value(values[annotation])
+    raise TypeError(f"no datasets feature for a row field of type {annotation}")
+
+
+def row_features(row_type: type, overrides: Mapping[str, Any] | None = None) -> Any:
+    """The ``datasets.Features`` of a row dataclass: one column per field, in field order.
+
+    ``str``/``int``/``float``/``bool`` become ``Value``, ``list[T]`` a ``List``, ``T | None`` the
+    feature of ``T`` (a missing value); ``overrides`` replaces the feature of named fields (e.g.
+    ``ClassLabel`` tags).
+    """
+    import datasets
+
+    hints = typing.get_type_hints(row_type)
+    overrides = overrides or {}
+    unknown = set(overrides) - {field.name for field in dataclasses.fields(row_type)}
+    if unknown:
+        raise KeyError(f"{row_type.__name__} has no field {sorted(unknown)}")
+    return datasets.Features({field.name: overrides[field.name] if field.name in overrides
+                              else _feature(hints[field.name]) for field in dataclasses.fields(row_type)})
+
+
+def row_descriptions(row_type: type) -> dict[str, str]:
+    """``{column: description}`` of a row dataclass, from each field's ``metadata["help"]`` (for dataset cards)."""
+    return {field.name: field.metadata["help"] for field in dataclasses.fields(row_type)}

@@ -18,8 +18,7 @@ The parts: :func:`fingerprint` and :class:`ShardStore` (the folder, written shar
 :func:`check_output_dir` (a finished result of other settings is refused, ``OutputExistsError``,
 unless ``overwrite``; nothing is read but ``shards/``), :func:`read_shard_rows`,
 :func:`merge_shards` and :func:`shard_statistics` (the merge), :func:`save_dataset_dict` and
-:func:`atomic_write_bytes` (atomic outputs), :func:`row_features` and :func:`row_descriptions`
-(rows are dataclasses whose ``datasets.Features`` come from their fields). The run itself, which
+:func:`atomic_write_bytes` (atomic outputs). The run itself, which
 process takes which shard and when the merge happens, is :func:`crop_hf.engine.jobs.run_job`'s.
 
 >>> fingerprint({"b": 1, "a": [2]}) == fingerprint({"a": [2], "b": 1})
@@ -28,7 +27,6 @@ True
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import itertools
 import json
@@ -36,8 +34,6 @@ import logging
 import os
 import shutil
 import tempfile
-import types
-import typing
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -57,8 +53,6 @@ __all__ = [
     "fingerprint",
     "merge_shards",
     "read_shard_rows",
-    "row_descriptions",
-    "row_features",
     "save_dataset_dict",
     "shard_statistics",
     "shards_of",
@@ -303,43 +297,3 @@ def merge_shards(finished: Sequence[FinishedShard], kept: bool, features: Any) -
     stamps = [(path.stat().st_size, path.stat().st_mtime_ns) for _, path, _ in finished]
     return datasets.Dataset.from_generator(read_shard_rows, gen_kwargs={"paths": paths, "kept": kept, "stamps": stamps},
                                            features=features)
-
-
-def _feature(annotation: Any) -> Any:
-    import datasets
-
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        inner = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
-        if len(inner) != 1:
-            raise TypeError(f"a row field may be one type or None, not {annotation}")
-        return _feature(inner[0])  # None is a missing value, not a type of its own
-    if typing.get_origin(annotation) is list:
-        (item,) = typing.get_args(annotation)
-        return datasets.List(_feature(item))
-    values = {str: "string", int: "int64", float: "float64", bool: "bool"}
-    if annotation in values:
-        return datasets.Value(values[annotation])
-    raise TypeError(f"no datasets feature for a row field of type {annotation}")
-
-
-def row_features(row_type: type, overrides: Mapping[str, Any] | None = None) -> Any:
-    """The ``datasets.Features`` of a row dataclass: one column per field, in field order.
-
-    ``str``/``int``/``float``/``bool`` become ``Value``, ``list[T]`` a ``List``, ``T | None`` the
-    feature of ``T`` (a missing value); ``overrides`` replaces the feature of named fields (e.g.
-    ``ClassLabel`` tags).
-    """
-    import datasets
-
-    hints = typing.get_type_hints(row_type)
-    overrides = overrides or {}
-    unknown = set(overrides) - {field.name for field in dataclasses.fields(row_type)}
-    if unknown:
-        raise KeyError(f"{row_type.__name__} has no field {sorted(unknown)}")
-    return datasets.Features({field.name: overrides[field.name] if field.name in overrides
-                              else _feature(hints[field.name]) for field in dataclasses.fields(row_type)})
-
-
-def row_descriptions(row_type: type) -> dict[str, str]:
-    """``{column: description}`` of a row dataclass, from each field's ``metadata["help"]`` (for dataset cards)."""
-    return {field.name: field.metadata["help"] for field in dataclasses.fields(row_type)}

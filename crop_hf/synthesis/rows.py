@@ -2,7 +2,7 @@
 
 Each row type is the one place its columns are declared: their order, their types (hence the
 ``datasets.Features`` of the merged datasets, :func:`kept_features` and
-:func:`discarded_features`) and what each column means (:func:`~crop_hf.engine.shards.row_descriptions`).
+:func:`discarded_features`) and what each column means (:func:`~crop_hf.engine.records.row_descriptions`).
 Shards store rows as ``dataclasses.asdict`` of these types, so a field renamed here is a new
 column on disk: a run written before would no longer merge.
 
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crop_hf.data.features import ner_features
-from crop_hf.engine.shards import row_features
+from crop_hf.engine.records import row_features
 
 __all__ = ["REASONS", "STATISTICS_COLUMNS", "SYNTHESIS_REASONS", "DiscardedSentence", "KeptSentence",
            "discarded_features", "kept_features"]

@@ -32,10 +32,10 @@ from crop_hf.data.readers.words import read_function_words
 from crop_hf.engine import processes
 from crop_hf.engine.jobs import CorpusJob, JobResult, ShardResult, run_job
 from crop_hf.engine.options import RunOptions
+from crop_hf.engine.records import row_descriptions
 from crop_hf.engine.shards import (
     atomic_write_bytes,
     read_shard_rows,
-    row_descriptions,
     save_dataset_dict,
     shard_statistics,
     shards_of,
