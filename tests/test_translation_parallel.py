@@ -30,6 +30,7 @@ from crop_hf.translation.parallel import (
     MarkingConfig,
     ParallelPair,
     consistent_phrase_pairs,
+    mark_aligned,
     mark_pair,
     read_function_words,
     select_phrase_pairs,
@@ -445,3 +446,17 @@ def test_the_command_is_a_plain_job_with_one_meaning_of_shard_size(tmp_path, mon
     assert cli([*command, "--shard_size", "12"]) == 1  # other settings: refused, not replaced
     assert cli([*command, "--shard_size", "12", "--overwrite_output_dir"]) == 0
     assert json.loads((out / "statistics.json").read_text())["marking"]["shard_size"] == 12
+
+
+def test_mark_aligned_marks_the_reverse_from_the_flipped_candidates_after_the_forward_draw():
+    pair = ParallelPair("a red cat", "eine rote Katze", "en", "de", "mem", 3)
+    spans, links = (words(pair.source), words(pair.target)), [(0, 0), (1, 1), (2, 2)]
+    config = MarkingConfig(slot_prob=1.0, max_slots=2, max_phrase_length=1, both_directions=True)
+    (forward, candidates, marked), (reverse, flipped, back) = mark_aligned(pair, spans, links, config, random.Random(1))
+    assert forward is pair and reverse == ParallelPair("eine rote Katze", "a red cat", "de", "en", "mem", 3)
+    assert candidates and flipped == [(c[2], c[3], c[0], c[1]) for c in candidates]
+    assert {slot["source"] for slot in back.slots} <= {"eine", "rote", "Katze"}
+    rng = random.Random(1)  # the forward pair draws first, from the same generator
+    assert mark_aligned(pair, spans, links, dataclasses.replace(config, both_directions=False), rng) == [
+        (pair, candidates, marked)]
+

@@ -49,8 +49,7 @@ from crop_hf.translation.parallel import (
     MarkingConfig,
     ParallelPair,
     PhrasePair,
-    candidate_phrase_pairs,
-    remark,
+    mark_aligned,
     words,
 )
 
@@ -330,14 +329,9 @@ class MarkParallelJob(CorpusJob[MarkedRow, DroppedPair]):
             banned = (self.function_words.get(src_lang, frozenset()), self.function_words.get(tgt_lang, frozenset())) \
                 if self.function_words else None
             for pair, pair_spans, links in zip(group, spans, alignments, strict=True):
-                candidates = candidate_phrase_pairs(pair, pair_spans, links, config.max_phrase_length, banned)
-                kept.append(_row(pair, candidates, remark(pair.source, pair.target, candidates, config, rng)))
-                slots += len(kept[-1].slots)
-                if config.both_directions:
-                    reverse = ParallelPair(pair.target, pair.source, pair.tgt_lang, pair.src_lang, pair.origin,
-                                           pair.line)
-                    flipped = [(c[2], c[3], c[0], c[1]) for c in candidates]
-                    kept.append(_row(reverse, flipped, remark(reverse.source, reverse.target, flipped, config, rng)))
+                marks = mark_aligned(pair, pair_spans, links, config, rng, banned)
+                kept += [_row(*mark) for mark in marks]
+                slots += len(marks[0][2].slots)  # the marked pairs' slots: the forward direction's
             seconds["extract_and_mark"] += time.perf_counter() - tick
         for stage, value in seconds.items():
             self.timings[stage] += value

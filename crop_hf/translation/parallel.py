@@ -42,6 +42,7 @@ __all__ = [
     "ParallelPair",
     "candidate_phrase_pairs",
     "consistent_phrase_pairs",
+    "mark_aligned",
     "mark_pair",
     "read_function_words",
     "remark",
@@ -303,3 +304,27 @@ def remark(
     else:
         slots = list(range(len(chosen)))
     return mark_pair(source, target, chosen, slots, config.marker_style)
+
+
+def mark_aligned(
+    pair: ParallelPair, spans: tuple[list[tuple[int, int]], list[tuple[int, int]]], links: Iterable[tuple[int, int]],
+    config: MarkingConfig, rng: random.Random, banned: tuple[frozenset[str], frozenset[str]] | None = None,
+) -> list[tuple[ParallelPair, list[PhrasePair], MarkedPair]]:
+    """An aligned pair's ``(pair, candidate phrase pairs, marked pair)``, and its reverse with ``both_directions``.
+
+    ``spans`` and ``links`` are those of :func:`candidate_phrase_pairs`; the markers of both
+    directions are drawn from ``rng``, the forward pair's first.
+
+    >>> pair = ParallelPair("a cat", "eine Katze", "en", "de")
+    >>> config = MarkingConfig(slot_prob=1.0, max_slots=1, both_directions=True)
+    >>> [marked.target for _, _, marked in mark_aligned(pair, (words(pair.source), words(pair.target)),
+    ...                                                  [(0, 0), (1, 1)], config, random.Random(0))]
+    ['eine __SLOT0__ Katze __SLOT0__', '__SLOT0__ a __SLOT0__ cat']
+    """
+    candidates = candidate_phrase_pairs(pair, spans, links, config.max_phrase_length, banned)
+    marked = [(pair, candidates, remark(pair.source, pair.target, candidates, config, rng))]
+    if config.both_directions:
+        reverse = ParallelPair(pair.target, pair.source, pair.tgt_lang, pair.src_lang, pair.origin, pair.line)
+        flipped = [(c[2], c[3], c[0], c[1]) for c in candidates]
+        marked.append((reverse, flipped, remark(reverse.source, reverse.target, flipped, config, rng)))
+    return marked
