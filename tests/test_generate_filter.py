@@ -274,8 +274,8 @@ def test_run_reads_the_configured_columns_and_splits_and_reports_every_bad_input
             "- `few_shot`: code-switched parses in the few-shot set", "- `english`: usable English parses",
             "- `pairs`: (English, code-switched) training pairs", "- `sources`: English parses generated from",
             "- `generated`: generations", "- `kept`: generations kept",
-            "- `utterance`: the words of the parse", "- `tokens`: the words of `parse`", "- `intent`: intent name",
-            "- `slot_tags`: IOB2 slot tags", "- `parse`: the bracket parse", "- `origin`: `few_shot` or `generated`",
+            "- `utterance`: the utterance the parse annotates", "- `tokens`: the words of `parse`",
+            "- `intent`: the intent name", "- `slot_tags`: IOB2 slot tags over `tokens`", "- `parse`: the bracket parse", "- `origin`: `few_shot` or `generated`",
             "- `source_parse`: the English parse it was generated from"):
         assert text in card, text
     assert "output_dir" not in card and "gen/model" in json.dumps(config.result_arguments())

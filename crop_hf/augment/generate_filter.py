@@ -39,6 +39,7 @@ from typing import Any
 
 from crop_hf.augment.card import augmentation_card
 from crop_hf.augment.inputs import BadParse, iter_parse_inputs, read_parse
+from crop_hf.augment.rows import ParseRow
 from crop_hf.data.fewshot import few_shot_indices
 from crop_hf.engine import processes
 from crop_hf.engine.arguments import TrainingLoopArguments
@@ -82,14 +83,9 @@ COUNTS: dict[str, str] = {"few_shot": "code-switched parses in the few-shot set"
 
 
 @dataclass
-class AugmentedParse:
+class AugmentedParse(ParseRow):
     """A row of the augmented set (``dataset/``): a parse of the few-shot set or a kept generation."""
 
-    utterance: str = field(metadata={"help": "the words of the parse"})
-    tokens: list[str] = field(metadata={"help": "the words of `parse`"})
-    intent: str = field(metadata={"help": "intent name"})
-    slot_tags: list[str] = field(metadata={"help": "IOB2 slot tags"})
-    parse: str = field(metadata={"help": "the bracket parse"})
     origin: str = field(metadata={"help": "`few_shot` or `generated`"})
     source_parse: str = field(metadata={"help": "the English parse it was generated from"})
 

@@ -40,6 +40,7 @@ from crop_hf.alignment import EflomalAligner
 from crop_hf.alignment.symmetrize import DEFAULT_SYMMETRIZATION, check_symmetrization
 from crop_hf.augment.card import augmentation_card
 from crop_hf.augment.inputs import BadParse, ParseInput, iter_parse_inputs, read_parse
+from crop_hf.augment.rows import ParseRow
 from crop_hf.engine import processes
 from crop_hf.engine.jobs import CorpusJob, JobResult, ShardResult, run_job
 from crop_hf.engine.language import language_filter
@@ -77,14 +78,9 @@ STATISTICS_COLUMNS: tuple[str, ...] = ("input", "kept", *TRANSLATE_ALIGN_REASONS
 
 
 @dataclass
-class AlignedParse:
+class AlignedParse(ParseRow):
     """A target-language parse made from an English one (a row of ``dataset/``, which adds ``id`` first)."""
 
-    utterance: str = field(metadata={"help": "the translation"})
-    tokens: list[str] = field(metadata={"help": "the target tokens (the words of `parse`)"})
-    intent: str = field(metadata={"help": "the intent name"})
-    slot_tags: list[str] = field(metadata={"help": "IOB2 slot tags over `tokens`"})
-    parse: str = field(metadata={"help": "the target-language bracket parse"})
     domain: str = field(metadata={"help": "the domain of the English record, when it had one"})
     lang: str = field(metadata={"help": "the target language"})
     source_utterance: str = field(metadata={"help": "the English utterance that was translated"})
