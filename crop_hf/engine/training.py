@@ -57,7 +57,7 @@ from crop_hf.engine.checkpoints import (
 from crop_hf.engine.processes import running_alone
 from crop_hf.errors import check_output_path
 
-__all__ = ["TrainingRun", "TrainingTask", "start", "telling_where_saved", "train", "wrap_lora", "write_all_results"]
+__all__ = ["TrainedModel", "TrainingRun", "TrainingTask", "start", "telling_where_saved", "train", "wrap_lora", "write_all_results"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +89,28 @@ class TrainingTask:
     #: ``tokens(batch)``: how many tokens a batch trains on (for the ``<tokens_name>_per_second`` rate)
     tokens: Callable[[Mapping[str, Any]], int] | None = None
     tokens_name: str = "tokens"
+
+
+@dataclass(kw_only=True)
+class TrainedModel:
+    """What a training command did, alike for every model it trains (NER, parser, translation).
+
+    Each command's result extends it with its own evaluations; :meth:`of` fills these fields from
+    the :class:`TrainingRun`.
+    """
+
+    output_dir: Path
+    completed_steps: int
+    #: mean training loss of each optimizer step run by this call (after a resume: the remaining steps)
+    step_losses: list[float] = field(default_factory=list)
+    #: learning-curve points (``eval_steps``/``eval_minutes``/``max_train_minutes``): step, minutes, loss, scores
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, run: TrainingRun, **fields: Any) -> Any:
+        """The result of ``run``, with the command's own ``fields``."""
+        return cls(output_dir=run.output_dir, completed_steps=run.completed_steps, step_losses=run.step_losses,
+                   history=run.history, **fields)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import Any
 from crop_hf.data.sources import load_source, mix_weights, weighted_mix_loader
 from crop_hf.data.tokenization import pad_batch
 from crop_hf.engine.arguments import hyperparameters
-from crop_hf.engine.training import TrainingTask, start, telling_where_saved, train, wrap_lora
+from crop_hf.engine.training import TrainedModel, TrainingTask, start, telling_where_saved, train, wrap_lora
 from crop_hf.errors import check_model, reaching
 from crop_hf.hub import ner_model_card
 from crop_hf.labels import LabelSet, parse_label_map
@@ -31,19 +31,13 @@ logger = logging.getLogger(__name__)
 __all__ = ["TrainingResult", "train_ner"]
 
 
-@dataclass
-class TrainingResult:
-    """What :func:`train_ner` did: its output folder, labels, per-step losses and evaluations."""
+@dataclass(kw_only=True)
+class TrainingResult(TrainedModel):
+    """What :func:`train_ner` did: the run (:class:`~crop_hf.engine.training.TrainedModel`), labels and evaluations."""
 
-    output_dir: Path
     label_set: LabelSet
-    completed_steps: int
-    #: mean training loss of each optimizer step run by this call (after a resume: the remaining steps)
-    step_losses: list[float] = field(default_factory=list)
     evaluations: list[Any] = field(default_factory=list)  # crop_hf.ner.evaluate.NerEvaluation
     results: dict[str, Any] = field(default_factory=dict)
-    #: learning-curve points (``eval_steps``/``eval_minutes``/``max_train_minutes``): step, minutes, loss, scores
-    history: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _load_model(model_args: ModelArguments, sources):
@@ -164,5 +158,4 @@ def train_ner(model_args: ModelArguments, data_args: DataArguments, training_arg
                                             total_train_batch_size=run.total_train_batch_size))
 
     run.publish(results if accelerator.is_main_process else None, card=card)
-    return TrainingResult(output_dir, label_set, run.completed_steps, run.step_losses, evaluations, results,
-                          run.history)
+    return TrainingResult.of(run, label_set=label_set, evaluations=evaluations, results=results)

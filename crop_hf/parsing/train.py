@@ -40,7 +40,7 @@ from crop_hf.data.readers import SkippedRecords
 from crop_hf.data.sources import mix_weights, weighted_mix_loader
 from crop_hf.engine.arguments import hyperparameters
 from crop_hf.engine.checkpoints import adamw
-from crop_hf.engine.training import TrainingTask, start, telling_where_saved, train
+from crop_hf.engine.training import TrainedModel, TrainingTask, start, telling_where_saved, train
 from crop_hf.errors import check_model
 from crop_hf.hub import parser_model_card
 from crop_hf.metrics.parsing import format_parse_table
@@ -55,16 +55,11 @@ logger = logging.getLogger(__name__)
 __all__ = ["ParserTrainingResult", "train_parser"]
 
 
-@dataclass
-class ParserTrainingResult:
-    """What :func:`train_parser` did: output folder, steps, losses and scores per split."""
+@dataclass(kw_only=True)
+class ParserTrainingResult(TrainedModel):
+    """What :func:`train_parser` did: the run (:class:`~crop_hf.engine.training.TrainedModel`) and scores per split."""
 
-    output_dir: Path
-    completed_steps: int
-    step_losses: list[float] = field(default_factory=list)
     scores: dict[str, dict[str, Any]] = field(default_factory=dict)  # split -> source -> parse_scores
-    #: learning-curve points (``eval_steps``/``eval_minutes``/``max_train_minutes``): step, minutes, loss, scores
-    history: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _extend_labels(model, intents: list[str], tags: list[str], max_intent_depth: int | None = None):
@@ -370,4 +365,4 @@ def train_parser(model_args: ParserModelArguments, data_args: ParserDataArgument
             hyperparameters=hyperparameters(model_args, data_args, training_args))
 
     run.publish(results, card=card, commit_message="Upload semantic parser trained with crop-hf")
-    return ParserTrainingResult(output_dir, run.completed_steps, run.step_losses, scores, run.history)
+    return ParserTrainingResult.of(run, scores=scores)

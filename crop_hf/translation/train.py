@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from crop_hf.engine.arguments import hyperparameters
-from crop_hf.engine.training import TrainingTask, start, telling_where_saved, train, wrap_lora
+from crop_hf.engine.training import TrainedModel, TrainingTask, start, telling_where_saved, train, wrap_lora
 from crop_hf.errors import EmptyInputError, check_model
 from crop_hf.hub import translation_model_card
 from crop_hf.translation.arguments import (
@@ -57,15 +57,11 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-@dataclass
-class TranslationTrainingResult:
-    """What :func:`train_translation` did."""
+@dataclass(kw_only=True)
+class TranslationTrainingResult(TrainedModel):
+    """What :func:`train_translation` did: the run (:class:`~crop_hf.engine.training.TrainedModel`) and its evaluation."""
 
-    output_dir: Path
-    completed_steps: int
-    step_losses: list[float] = field(default_factory=list)
     evaluation: Any = None  # TranslationEvaluation: untrained and trained columns
-    history: list[dict[str, Any]] = field(default_factory=list)  # periodic evaluations during training
     results: dict[str, Any] = field(default_factory=dict)
 
 
@@ -294,4 +290,4 @@ def train_translation(
 
     run.publish(results if accelerator.is_main_process else None, card=card,
                 commit_message="Upload marker-trained translation model (crop-hf)")
-    return TranslationTrainingResult(output_dir, run.completed_steps, run.step_losses, evaluation, history, results)
+    return TranslationTrainingResult.of(run, evaluation=evaluation, results=results)
