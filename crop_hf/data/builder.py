@@ -222,6 +222,7 @@ class NerBuilder(CropBuilder):
     """Base of the NER builders: ``id``, ``tokens``, ``ner_tags`` (``ClassLabel`` over :attr:`LABELS`), ``lang``."""
 
     LABELS: LabelSet
+    VERSION = datasets.Version("1.0.0")
 
     def _features(self) -> datasets.Features:
         return ner_features(self.LABELS.names, id=True)

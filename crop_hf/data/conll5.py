@@ -115,7 +115,6 @@ class Conll5Config(CropBuilderConfig):
 class Conll5(NerBuilder):
     """CoNLL-2002/2003 English, German, Spanish, Dutch and Norwegian NER with Hugging Face's label ids."""
 
-    VERSION = datasets.Version("1.0.0")
     BUILDER_CONFIG_CLASS = Conll5Config
     LABELS = CONLL_LABELS
     CITATION = _CITATION

@@ -61,7 +61,6 @@ class EuroparlNerConfig(CropBuilderConfig):
 class EuroparlNer(NerBuilder):
     """Europarl-NER's hand-tagged test sentences, one config per language, sentence-aligned across configs."""
 
-    VERSION = datasets.Version("1.0.0")
     BUILDER_CONFIG_CLASS = EuroparlNerConfig
     LABELS = CONLL_LABELS
     CITATION = _CITATION

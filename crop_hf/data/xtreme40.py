@@ -73,7 +73,6 @@ class Xtreme40Config(CropBuilderConfig):
 class Xtreme40(NerBuilder):
     """PAN-X NER for XTREME's 40 languages with Hugging Face's label ids."""
 
-    VERSION = datasets.Version("1.0.0")
     BUILDER_CONFIG_CLASS = Xtreme40Config
     LABELS = PANX_LABELS
     CITATION = _CITATION
