@@ -584,6 +584,10 @@ def test_a_refused_batch_is_halved_until_the_refused_record_is_found_and_other_e
     calls.clear()
     assert each_or_none(call, ["a", "c"]) == ["A", "C"] and calls == [["a", "c"]]  # one call when all is well
     assert each_or_none(call, []) == [] and calls == [["a", "c"]]  # no call for nothing
+    caplog.clear()  # a refused batch of one is that record: dropped with one line naming the error, not called again
+    assert each_or_none(call, ["bad"]) == [None] and calls[1:] == [["bad"]]
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "dropping a record the pipeline refused: cannot mark 'bad'")]
 
     def out_of_memory(items):
         raise RuntimeError("CUDA out of memory")
