@@ -98,6 +98,17 @@ def test_a_job_merges_its_shards_into_splits_statistics_and_a_card(tmp_path):
     assert result.table().splitlines()[-1].split() == ["total", "14", "8", "1", "5", "112"]
 
 
+class OneSplitJob(CountJob):
+    split_name = "train"
+
+
+def test_a_job_whose_keys_share_one_split_writes_that_splits_flat_counts(tmp_path):
+    result = run_job(OneSplitJob(CountConfig(output_dir=str(tmp_path), keys=["b"])))
+    assert result.statistics == {"train": {"input": 7, "kept": 4, "unlucky": 1, "indivisible": 2, "sum": 91}}
+    assert json.loads((tmp_path / "statistics.json").read_text()) == result.statistics["train"]
+    assert list(datasets.load_from_disk(str(tmp_path / "dataset"))) == ["train"] == list(result.dataset)
+
+
 def test_a_rerun_skips_finished_shards_and_other_settings_are_refused(tmp_path):
     from crop_hf.errors import OutputExistsError
 

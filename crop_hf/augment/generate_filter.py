@@ -456,9 +456,6 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse]):
                           **{reason: inputs[reason] for reason in INPUT_REASONS}, **filtered,
                           "kept": counts["kept"] - self.repeated}}
 
-    def statistics_file(self, counts: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
-        return dict(counts["train"])  # one language: the flat funnel, as ever
-
     def card(self, statistics: Mapping[str, Mapping[str, float]], *, command_line: str) -> str:
         config, record = self.config, statistics["train"]
         return augmentation_card(

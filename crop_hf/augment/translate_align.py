@@ -408,9 +408,6 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse]):
         return dataset.add_column("id", [str(i) for i in range(len(dataset))]).cast(features) \
             .select_columns(list(features))
 
-    def statistics_file(self, counts: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
-        return dict(counts["train"])  # one language: the flat counts, as ever
-
     def card(self, statistics: Mapping[str, Mapping[str, float]], *, command_line: str) -> str:
         config = self.config
         method = config.projection

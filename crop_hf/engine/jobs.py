@@ -263,8 +263,9 @@ class CorpusJob(ABC, Generic[Kept, Dropped]):
         return {self.split(key): dict(values) for key, values in statistics.items()}
 
     def statistics_file(self, counts: Mapping[str, Mapping[str, float]]) -> Any:
-        """What ``statistics.json`` holds (default: the counts per split)."""
-        return dict(counts)
+        """What ``statistics.json`` holds: the counts per split, or the one split's own where every key's rows go
+        to one (:attr:`split_name`: translate-and-align's and generate-and-filter's flat funnel)."""
+        return dict(counts[self.split_name]) if self.split_name else dict(counts)
 
     def notes(self) -> list[str]:
         """Lines the result's report adds below its table."""
