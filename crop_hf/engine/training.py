@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from crop_hf import hub
 from crop_hf.engine.arguments import LoraArguments, TrainingLoopArguments
@@ -91,6 +91,9 @@ class TrainingTask:
     tokens_name: str = "tokens"
 
 
+Result = TypeVar("Result", bound="TrainedModel")
+
+
 @dataclass(kw_only=True)
 class TrainedModel:
     """What a training command did, alike for every model it trains (NER, parser, translation).
@@ -107,7 +110,7 @@ class TrainedModel:
     history: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
-    def of(cls, run: TrainingRun, **fields: Any) -> Any:
+    def of(cls: type[Result], run: TrainingRun, **fields: Any) -> Result:
         """The result of ``run``, with the command's own ``fields``."""
         return cls(output_dir=run.output_dir, completed_steps=run.completed_steps, step_losses=run.step_losses,
                    history=run.history, **fields)
