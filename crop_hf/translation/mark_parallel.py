@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import hashlib
+import itertools
 import json
 import logging
 import random
@@ -180,7 +181,7 @@ def pairs_from_dataset(
     if not language_pairs:
         langs = list(first["translation"])
         language_pairs = [(langs[i], langs[j]) for i in range(len(langs)) for j in range(i + 1, len(langs))]
-    for index, row in enumerate(_chain(first, rows)):
+    for index, row in enumerate(itertools.chain([first], rows)):
         translation = row["translation"]
         for src_lang, tgt_lang in language_pairs:
             if src_lang not in translation or tgt_lang not in translation:
@@ -188,11 +189,6 @@ def pairs_from_dataset(
                                  f"(it has {sorted(translation)})")
             yield ParallelPair(str(translation[src_lang] or ""), str(translation[tgt_lang] or ""), src_lang, tgt_lang,
                                origin, index)
-
-
-def _chain(first, rest):
-    yield first
-    yield from rest
 
 
 @dataclass
