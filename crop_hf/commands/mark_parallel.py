@@ -24,8 +24,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crop_hf.console import setup_logging
-from crop_hf.engine import processes
+from crop_hf.commands import run_corpus_job
 from crop_hf.engine.jobs import run_job
 from crop_hf.errors import EmptyInputError, check_output_path
 from crop_hf.translation.mark_parallel import (
@@ -118,12 +117,9 @@ def inputs_id(args: MarkParallelArguments) -> str:
 
 
 def run(args: MarkParallelArguments, config: MarkParallelConfig) -> int:
-    import logging
-
-    setup_logging(logging.INFO)
     check_output_path(config.output_dir, "--output_dir")  # before the files are read
-    result = run_job(MarkParallelJob(config, _pairs(args), inputs_id=inputs_id(args)))
-    if processes.process_state().is_main_process:
-        print(result.report())
+    result = run_corpus_job(lambda config: run_job(MarkParallelJob(config, _pairs(args), inputs_id=inputs_id(args))),
+                            config)
+    if result.statistics:  # the main process
         print(f"{result.statistics['train']['rows']} rows written to {config.output_dir}")
     return 0
