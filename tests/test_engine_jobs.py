@@ -178,8 +178,7 @@ def test_a_renamed_option_keeps_its_old_name_in_the_fingerprint_and_its_old_spel
         return lines
 
     assert RenamedConfig(output_dir="out", tgt_lang="es").result_arguments() == {"target_lang": "es", "shard_size": 1000}
-    job = CountJob(RenamedConfig(output_dir="out"))
-    assert job.option_spellings()["target_lang"] == "--tgt_lang"  # refusals name the option as --help spells it
+    assert RenamedConfig(output_dir="out").option_spellings()["target_lang"] == "--tgt_lang"  # as --help spells it
     caplog.set_level(logging.WARNING, logger="crop-hf")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a logged line, not a Python warning with a module path and source line

@@ -205,11 +205,6 @@ class CorpusJob(ABC, Generic[Kept, Dropped]):
         """What makes the run's fingerprint: the config's result fields and the in-memory inputs."""
         return {**self.config.result_arguments(), "inputs": describe_inputs(self.inputs)}
 
-    def option_spellings(self) -> dict[str, str]:
-        """How the user spells each fingerprint name (``{"max_sentences": "--max_examples"}``)."""
-        former = {name: old for old, name in self.config.renamed.items()}
-        return {former.get(item.name, item.name): f"--{item.name}" for item in dataclasses.fields(self.config)}
-
     @property
     def statistics_columns(self) -> tuple[str, ...]:
         """The counts a run reports per key, in table order."""
@@ -361,7 +356,7 @@ def run_job(job: CorpusJob) -> JobResult:
     check_output_path(job.output_dir, "--output_dir")
     keys, state = job.keys, processes.process_state()
     # every process checks: all stop, none waits at a barrier
-    check_output_dir(job.store, keys, overwrite=job.config.overwrite_output_dir, spellings=job.option_spellings(),
+    check_output_dir(job.store, keys, overwrite=job.config.overwrite_output_dir, spellings=job.config.option_spellings(),
                      keys_name=f"--{job.keys_field}" if job.keys_field else None)
     if not job.resumable:
         if state.is_main_process:

@@ -62,17 +62,25 @@ class RunOptions:
         if self.shard_size < 1:
             raise ValueError(f"shard_size must be at least 1, got {self.shard_size}")
 
+    def fingerprint_name(self, name: str) -> str:
+        """The name field ``name`` has in the fingerprint: its former spelling if it was renamed, else its own."""
+        return next((old for old, new in self.renamed.items() if new == name), name)
+
     def result_arguments(self) -> dict[str, Any]:
         """The values of the fields that change results: what the run's fingerprint is made of (less its inputs).
 
         A field in ``added_later`` is left out at its default; a renamed field appears under its former name.
         """
-        former = {name: old for old, name in self.renamed.items()}
         never = self.RUN_FIELDS | set(self.run_only)
         arguments = {}
         for item in dataclasses.fields(self):
             value = getattr(self, item.name)
             if item.name in never or (item.name in self.added_later and value == item.default):
                 continue
-            arguments[former.get(item.name, item.name)] = value
+            arguments[self.fingerprint_name(item.name)] = value
         return arguments
+
+    def option_spellings(self) -> dict[str, str]:
+        """How the user spells each fingerprint name, as ``--help`` does (``{"max_sentences": "--max_examples"}``):
+        what a refusal of other settings names."""
+        return {self.fingerprint_name(item.name): f"--{item.name}" for item in dataclasses.fields(self)}
