@@ -224,7 +224,6 @@ class GenerateFilterConfig(RunOptions):
     save_model: bool = field(default=False, metadata={"help": "Save the fine-tuned generator under output_dir/generator."})
 
 
-
 def _read(source: Any, split: str, column: str | None, dropped: list[DiscardedParse], option: str) -> list[FlatParse]:
     """The flat parses of ``source``; each one that does not read is appended to ``dropped`` (and logged).
 
@@ -479,7 +478,6 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse]):
             logger.warning("save_model: every shard was finished by an earlier run, so no generator was fine-tuned "
                            "in this one (an earlier run with save_model saved its own under %s)",
                            self.output_dir / "generator")
-
 
 
 def _dataset(rows: Sequence[Any], features: Any) -> Any:

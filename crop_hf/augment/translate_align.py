@@ -183,7 +183,6 @@ class TranslateAlignConfig(RunOptions):
             check_apertium([(self.src_lang, self.tgt_lang)])  # binary and pair, before any work
 
 
-
 @dataclass
 class TranslateAlignModels:
     """The translator (``labeled-translation`` pipeline or anything called the same way), the word aligner
@@ -431,7 +430,6 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse]):
             counts=statistics["train"], reasons=TRANSLATE_ALIGN_REASONS, features=FEATURES,
             command_line=command_line, settings=config.result_arguments(),
             source=config.input if isinstance(config.input, str) else None)
-
 
 
 def translate_align(config: TranslateAlignConfig, models: TranslateAlignModels | None = None,

@@ -134,10 +134,9 @@ class JobResult:
 
     def report(self) -> str:
         """The table, the notes and where the outputs are: what a command prints at the end of a run."""
-        lines = [self.table(), *self.notes]
-        if self.empty():
-            lines.append(f"nothing kept for {', '.join(self.empty())}: see {self.discarded_path} for why each "
-                         "was dropped")
+        lines, empty = [self.table(), *self.notes], self.empty()
+        if empty:
+            lines.append(f"nothing kept for {', '.join(empty)}: see {self.discarded_path} for why each was dropped")
         data = self.output_dir / "data-*.parquet" if self._data_files() else self.dataset_path
         lines += ["", f"dataset: {data}", f"discarded: {self.discarded_path}", f"card: {self.output_dir / 'README.md'}"]
         if any(self.skipped_shards.values()):
@@ -291,8 +290,8 @@ def _step(job: CorpusJob, key: str, index: int, items: Sequence[Any], status: An
             {**reasons, **result.counts})
 
 
-def _run_key(job: CorpusJob, key: str, state: Any) -> tuple[int, int]:
-    """This process's unfinished shards of ``key``, each written when done: ``(its shards, of which skipped)``.
+def _run_key(job: CorpusJob, key: str, state: Any) -> int:
+    """This process's unfinished shards of ``key``, each written when done; how many of its shards were skipped.
 
     Shard ``k`` belongs to process ``k % state.num_processes``; a finished shard is skipped (and
     logged). The rows go into one Parquet file (``kept`` and the row as JSON in ``row``) with the
@@ -321,7 +320,7 @@ def _run_key(job: CorpusJob, key: str, state: Any) -> tuple[int, int]:
     if skipped:  # each process says it for its own shards (only the main one's lines are shown by crop-hf)
         logger.info("%s: resumed: skipped %d of %d shard(s) already finished in %s", key, skipped, total,
                     job.store.root / key)
-    return total, skipped
+    return skipped
 
 
 def _statistics(job: CorpusJob) -> dict[str, dict[str, float]]:
@@ -365,7 +364,7 @@ def run_job(job: CorpusJob) -> JobResult:
     job.before_run()
     if state.is_main_process:
         logger.log(*processes.describe_processes(state, job.name, per=job.per_key))
-    skipped = {job.split(key): _run_key(job, key, state)[1] for key in keys}
+    skipped = {job.split(key): _run_key(job, key, state) for key in keys}
     state.wait_for_everyone()
     statistics = {}
     if state.is_main_process:

@@ -92,8 +92,7 @@ class SynthesisConfig(RunOptions):
         default=False,
         metadata={"help": "Marker-constrained decoding of the labeled translation (markers complete by construction)."})
     max_words: int = field(default=128, metadata={"help": "Drop raw sentences longer than this (CroP: 128)."})
-    max_examples: int | None = field(default=None, metadata=
-        {"help": "Read at most this many sentences per language."})
+    max_examples: int | None = field(default=None, metadata={"help": "Read at most this many sentences per language."})
     shard_size: int = field(default=1000, kw_only=True, metadata={"help": "Sentences per resumable shard."})
     strict_input: bool = field(
         default=False, metadata={"help": "Stop at an input line that is not valid UTF-8 (naming file and line) "
