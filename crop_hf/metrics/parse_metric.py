@@ -17,16 +17,13 @@ from typing import Any, ClassVar
 import datasets
 import evaluate
 
+from crop_hf.data.cstop import Cstop
 from crop_hf.metrics.parsing import parse_scores
 
 __all__ = ["CITATION", "ParseMetric", "inputs_description"]
 
-CITATION = """\
-@inproceedings{einolghozati-etal-2021-el,
-  title = "El Volumen Louder Por Favor: Code-switching in Task-oriented Semantic Parsing",
-  author = "Einolghozati, Arash and Arora, Abhinav and Lecanda, Lorena Sainz-Maza and Kumar, Anuj and Gupta, Sonal",
-  booktitle = "EACL 2021", year = "2021"}
-"""
+#: the CSTOP paper, which defines the scores: cited as the ``cstop`` dataset cites it
+CITATION = Cstop.CITATION
 
 
 def inputs_description(returns: str) -> str:
