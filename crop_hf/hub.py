@@ -55,6 +55,7 @@ __all__ = [
     "push_dataset",
     "push_folder",
     "size_category",
+    "source_dataset_ids",
     "template_path",
     "translation_model_card",
 ]
@@ -77,6 +78,21 @@ def card_template(name_or_path: str | Path) -> Path:
     if not path.exists():
         raise FileNotFoundError(f"card template {path} not found (pass template_path)")
     return path
+
+
+def source_dataset_ids(spec: object) -> list[str] | None:
+    """The card's ``source_datasets`` for an input: the Hub id a ``hub:NAME[:CONFIG]`` source spec names.
+
+    Anything else (a local file or folder, a crop-hf builder reading local files) is ``None``: the
+    Hub's metadata names datasets on the Hub, never a path on the machine that made the card.
+
+    >>> source_dataset_ids("hub:unimelb-nlp/wikiann:{lang}"), source_dataset_ids("/data/raw/{lang}.txt")
+    (['unimelb-nlp/wikiann'], None)
+    """
+    if not isinstance(spec, str) or not spec.startswith("hub:"):
+        return None
+    name = spec[len("hub:"):].partition("?")[0].partition(":")[0]
+    return [name] if name else None
 
 
 def size_category(rows: int) -> str:

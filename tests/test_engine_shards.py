@@ -3,7 +3,9 @@ shards k % n, shards are written whole, and rows declare their own columns.
 
 ``tests/fixtures/shards_v1`` was written by the code before the engine existed (synthesis with the
 fakes of ``synthesis_fakes.py`` on ``raw/{lang}.txt``; translate-and-align of ``en.tsv``), with the
-merged datasets and statistics that code produced in ``expected.json``.
+merged datasets and statistics that code produced in ``expected.json``. Those runs recorded their
+inputs by name only: since the content of local inputs joined the fingerprint (issue 68) none of
+their shards is resumed, and redone they give the same rows.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ from crop_hf.engine import processes, shards
 from crop_hf.engine.jobs import ShardResult
 from crop_hf.engine.records import row_descriptions, row_features
 from crop_hf.engine.shards import (
-    RESULT_RECORD,
     ShardStore,
     fingerprint,
     merge_shards,
@@ -98,45 +99,50 @@ def test_fingerprints_are_those_the_earlier_code_gave():
     assert fingerprint({"a": 1}) != fingerprint({"a": 2})
 
 
-def test_a_synthesis_run_written_before_resumes_with_every_shard_skipped(old_run):
+def test_a_synthesis_run_written_before_is_not_resumed_for_its_unrecorded_input_content_and_redone_the_same(old_run):
+    """Runs written before content digests cannot show that their raw files are the ones read now (issue 68):
+    none of their shards is resumed, and redone they give the earlier rows."""
     expected = EXPECTED["synthesis"]
     models = fake_models()
     result = synthesize(synthesis_config(), models=models)
-    assert models.translator.calls == 0
-    assert result.skipped_shards == {"de": 3, "nl": 2}
+    assert models.translator.calls == 10 and result.skipped_shards == {"de": 0, "nl": 0}  # nothing stale resumed
     assert result.statistics == expected["statistics"]
-    shards = old_run / "synthesis" / "shards"  # the same run folder, and the record of whose result is merged
-    assert sorted(p.name for p in shards.iterdir()) == [SYNTHESIS_FINGERPRINT, RESULT_RECORD]
+    shards = old_run / "synthesis" / "shards"  # the earlier run's folder is kept beside the new one
+    assert SYNTHESIS_FINGERPRINT in {p.name for p in shards.iterdir()} and len(list(shards.iterdir())) == 3
     assert loaded(result.dataset_path) == expected["dataset"]
     assert loaded(result.discarded_path) == expected["discarded"]
     assert features(result.dataset_path) == ordered(expected["features"])  # same columns, order and types
     assert features(result.discarded_path) == ordered(expected["discarded_features"])
+    # finished now, with the content recorded: a rerun of the same inputs resumes every shard
+    again = synthesize(synthesis_config(), models=fake_models())
+    assert again.skipped_shards == {"de": 3, "nl": 2}
 
 
 def test_a_shard_redone_now_is_the_shard_the_earlier_code_wrote(old_run):
-    root = old_run / "synthesis" / "shards" / SYNTHESIS_FINGERPRINT / "de"
-    old_rows = pq.read_table(root / "00001.parquet").to_pylist()
-    old_stats = json.loads((root / "00001.json").read_text())
-    (root / "00001.json").unlink()  # as if the earlier run was killed before marking it done
-    models = fake_models()
-    result = synthesize(synthesis_config(), models=models)
-    assert models.translator.calls == 2  # one shard, two translations
-    assert result.skipped_shards == {"de": 2, "nl": 2}
-    new_rows = pq.read_table(root / "00001.parquet").to_pylist()
-    assert [row["kept"] for row in new_rows] == [row["kept"] for row in old_rows]
-    assert [json.loads(row["row"]) for row in new_rows] == [json.loads(row["row"]) for row in old_rows]
-    assert json.loads((root / "00001.json").read_text()) == old_stats
+    old = old_run / "synthesis" / "shards" / SYNTHESIS_FINGERPRINT / "de"
+    result = synthesize(synthesis_config(), models=fake_models())
+    (run,) = (path.parent for path in (old_run / "synthesis" / "shards").glob("*/run.json")
+              if path.parent.name != SYNTHESIS_FINGERPRINT)
+    new = run / "de"
+    for name in ("00000", "00001", "00002"):
+        old_rows, new_rows = (pq.read_table(folder / f"{name}.parquet").to_pylist() for folder in (old, new))
+        assert [row["kept"] for row in new_rows] == [row["kept"] for row in old_rows]
+        assert [json.loads(row["row"]) for row in new_rows] == [json.loads(row["row"]) for row in old_rows]
+        assert json.loads((new / f"{name}.json").read_text()) == json.loads((old / f"{name}.json").read_text())
     assert loaded(result.dataset_path) == EXPECTED["synthesis"]["dataset"]
 
 
-def test_a_translate_align_run_written_before_resumes_with_every_shard_skipped(old_run):
+def test_a_translate_align_run_written_before_is_not_resumed_and_redone_the_same(old_run):
+    from test_translate_align import DictTranslator, TableAligner
+
     expected = EXPECTED["translate_align"]
-    result = translate_align(translate_align_config(), TranslateAlignModels(Refuses(), aligner=None))
-    assert result.skipped_shards == {"train": 3}
-    assert result.statistics == {"train": expected["statistics"]}
+    with pytest.raises(AssertionError, match="a finished shard was processed again"):  # no shard of it resumed
+        translate_align(translate_align_config(), TranslateAlignModels(Refuses(), aligner=None))
+    result = translate_align(translate_align_config(), TranslateAlignModels(DictTranslator(), TableAligner()))
+    assert result.skipped_shards == {"train": 0} and result.statistics == {"train": expected["statistics"]}
     out = old_run / "translate_align"
     assert json.loads((out / "statistics.json").read_text()) == expected["statistics"]  # flat, as ever
-    assert sorted(p.name for p in (out / "shards").iterdir()) == [TRANSLATE_ALIGN_FINGERPRINT, RESULT_RECORD]
+    assert TRANSLATE_ALIGN_FINGERPRINT in {p.name for p in (out / "shards").iterdir()}
     assert loaded(out / "dataset") == expected["dataset"]
     assert loaded(out / "discarded") == expected["discarded"]
     assert features(out / "dataset") == ordered(expected["features"])

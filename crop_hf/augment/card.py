@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from crop_hf.hub import card_template, size_category
+from crop_hf.engine.shards import hub_data_files
+from crop_hf.hub import card_template, size_category, source_dataset_ids
 from crop_hf.tables import format_table
 
 __all__ = ["augmentation_card"]
@@ -44,8 +45,10 @@ def augmentation_card(
         task_categories=["text-classification", "token-classification"],
         task_ids=["intent-classification", "slot-filling"],
         size_categories=[size_category(kept)],
-        source_datasets=[source] if source else None,
+        source_datasets=source_dataset_ids(source),
         tags=["crop-hf", "synthetic", "semantic-parsing", "code-switching"],
+        # the folder's own data/ files (the Hub layout), so load_dataset(output_dir) opens it as the Hub would
+        configs=hub_data_files(["train"]) if kept else None,
     )
     table = format_table(list(counts), [list(counts.values())], style="markdown")
     card = DatasetCard.from_template(

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crop_hf.commands import run_corpus_job
+from crop_hf.engine.contents import content_digest
 from crop_hf.engine.jobs import run_job
 from crop_hf.errors import EmptyInputError, check_output_path
 from crop_hf.translation.mark_parallel import (
@@ -95,15 +96,15 @@ def _pairs(args: MarkParallelArguments):
 
 
 def _file(path: str | Path) -> dict:
-    stat = Path(path).stat()
-    return {"path": str(Path(path).resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    return {"path": str(Path(path).resolve()), "content": content_digest(path)}
 
 
 def inputs_id(args: MarkParallelArguments) -> str:
     """What the pairs of ``args`` are, for the run's fingerprint: a rerun resumes only on the same inputs.
 
-    Files are named with their sizes and modification times, a dataset folder by its files; a Hub
-    dataset by its name, config and split only (a new revision of it is not noticed).
+    Files are named with the digests of their contents (:func:`~crop_hf.engine.contents.content_digest`,
+    cached by size and modification time), a dataset folder by its files; a Hub dataset by its name,
+    config and split only (a new revision of it is not noticed).
     """
     if args.dataset:
         folder = Path(args.dataset)

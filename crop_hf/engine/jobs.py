@@ -47,6 +47,7 @@ from crop_hf.engine.shards import (
     describe_inputs,
     merge_shards,
     save_dataset_dict,
+    save_hub_layout,
     shard_statistics,
 )
 from crop_hf.errors import check_output_path
@@ -201,8 +202,10 @@ class CorpusJob(ABC, Generic[Kept, Dropped]):
         return self.split_name or key
 
     def fingerprint_arguments(self) -> dict[str, Any]:
-        """What makes the run's fingerprint: the config's result fields and the in-memory inputs."""
-        return {**self.config.result_arguments(), "inputs": describe_inputs(self.inputs)}
+        """What makes the run's fingerprint: the config's result fields, the in-memory inputs, and the content
+        digests of the local files and model folders the config names (:meth:`~crop_hf.engine.options.RunOptions.content_digests`)."""
+        return {**self.config.result_arguments(), "inputs": describe_inputs(self.inputs),
+                **self.config.content_digests(self.keys)}
 
     @property
     def statistics_columns(self) -> tuple[str, ...]:
@@ -241,7 +244,10 @@ class CorpusJob(ABC, Generic[Kept, Dropped]):
         return dataset
 
     def write_outputs(self) -> None:
-        """Write the merged outputs (main process, after every shard): ``dataset/`` and ``discarded/`` by default."""
+        """Write the merged outputs (main process, after every shard): by default ``dataset/`` (``load_from_disk``),
+        the same rows as the Hub holds them (``data/``, which the card's ``configs`` name, so that
+        ``load_dataset(output_dir)`` opens the folder; :func:`~crop_hf.engine.shards.save_hub_layout`) and
+        ``discarded/``."""
         import datasets
 
         kept, dropped = datasets.DatasetDict(), datasets.DatasetDict()
@@ -250,6 +256,7 @@ class CorpusJob(ABC, Generic[Kept, Dropped]):
             kept[self.split(key)] = self.finish_kept(merge_shards(finished, True, self.kept_features()))
             dropped[self.split(key)] = merge_shards(finished, False, self.dropped_features())
         save_dataset_dict(kept, self.output_dir / "dataset")
+        save_hub_layout(kept, self.output_dir)
         save_dataset_dict(dropped, self.output_dir / "discarded")
 
     def counts(self, statistics: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:

@@ -26,7 +26,7 @@ shard folder, :class:`~crop_hf.engine.shards.ShardStore`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -50,6 +50,9 @@ class RunOptions:
     added_later: ClassVar[tuple[str, ...]] = ()
     #: ``{former spelling: field}``: the former still reads (one deprecation line); the fingerprint keeps the former
     renamed: ClassVar[Mapping[str, str]] = {}
+    #: ``{field: kind}``: fields naming local files or folders (``"data"``) or model folders (``"model"``) whose
+    #: content changes results; the digest of what they name joins the fingerprint (:meth:`content_digests`)
+    local_inputs: ClassVar[Mapping[str, str]] = {}
 
     output_dir: str = field(metadata={"help": "Folder for shards, dataset/, discarded/, statistics.json and README.md."})
     overwrite_output_dir: bool = field(
@@ -66,21 +69,37 @@ class RunOptions:
         """The name field ``name`` has in the fingerprint: its former spelling if it was renamed, else its own."""
         return next((old for old, new in self.renamed.items() if new == name), name)
 
+    def _result_fields(self) -> Iterator[tuple[str, Any]]:
+        """``(field, value)`` of each field that changes results, in field order (``added_later`` ones only away
+        from their default)."""
+        never = self.RUN_FIELDS | set(self.run_only)
+        for item in dataclasses.fields(self):
+            value = getattr(self, item.name)
+            if not (item.name in never or (item.name in self.added_later and value == item.default)):
+                yield item.name, value
+
     def result_arguments(self) -> dict[str, Any]:
         """The values of the fields that change results: what the run's fingerprint is made of (less its inputs).
 
         A field in ``added_later`` is left out at its default; a renamed field appears under its former name.
         """
-        never = self.RUN_FIELDS | set(self.run_only)
-        arguments = {}
-        for item in dataclasses.fields(self):
-            value = getattr(self, item.name)
-            if item.name in never or (item.name in self.added_later and value == item.default):
-                continue
-            arguments[self.fingerprint_name(item.name)] = value
-        return arguments
+        return {self.fingerprint_name(name): value for name, value in self._result_fields()}
+
+    def card_settings(self) -> dict[str, Any]:
+        """The fields that change results as a card's settings table shows them: by the option's name on the
+        command line (``max_examples``, never a former spelling the fingerprint keeps), in field order."""
+        return dict(self._result_fields())
+
+    def content_digests(self, keys: Sequence[str] = ()) -> dict[str, str]:
+        """``{"<field> content": digest}`` of each :attr:`local_inputs` field that names local files or folders
+        (:func:`crop_hf.engine.contents.content_digests`; ``keys`` fill a ``{lang}`` template): a rerun after
+        the file changed, or the model folder was trained again, is another run."""
+        from crop_hf.engine.contents import content_digests
+
+        return content_digests({name: getattr(self, name) for name in self.local_inputs}, self.local_inputs, keys)
 
     def option_spellings(self) -> dict[str, str]:
         """How the user spells each fingerprint name, as ``--help`` does (``{"max_sentences": "--max_examples"}``):
-        what a refusal of other settings names."""
-        return {self.fingerprint_name(item.name): f"--{item.name}" for item in dataclasses.fields(self)}
+        what a refusal of other settings names (a content digest as ``the content of --input``)."""
+        spellings = {self.fingerprint_name(item.name): f"--{item.name}" for item in dataclasses.fields(self)}
+        return {**spellings, **{f"{name} content": f"the content of --{name}" for name in self.local_inputs}}

@@ -51,9 +51,11 @@ __all__ = [
     "check_output_dir",
     "describe_inputs",
     "fingerprint",
+    "hub_data_files",
     "merge_shards",
     "read_shard_rows",
     "save_dataset_dict",
+    "save_hub_layout",
     "shard_statistics",
     "shards_of",
 ]
@@ -93,17 +95,28 @@ def describe_inputs(inputs: Any) -> Any:
     return getattr(inputs, "_fingerprint", None) or repr(type(inputs))
 
 
+def _umask() -> int:
+    """The process's umask (read by setting it and putting it back: the only way POSIX offers)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
 
     A reader (or a resumed run) sees the old file or the whole new one, never a partial write.
+    The file gets the mode a plain ``open(path, "w")`` would give it (0644 under the usual umask
+    0022), not the owner-only 0600 of the temporary file it was written as.
     """
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
             handle.flush()
+            os.fchmod(handle.fileno(), 0o666 & ~_umask())
             os.fsync(handle.fileno())
         os.replace(temporary, path)
     except BaseException:
@@ -127,6 +140,48 @@ def save_dataset_dict(dataset_dict: Any, path: str | Path) -> None:
     if path.exists():
         shutil.rmtree(path)
     temporary.rename(path)
+
+
+#: the largest Parquet file of :func:`save_hub_layout` (what ``push_to_hub`` cuts at)
+MAX_SHARD_BYTES = 500 << 20
+
+
+def hub_data_files(splits: Iterable[str], folder: str = "data") -> list[dict[str, Any]]:
+    """The card's ``configs`` for :func:`save_hub_layout`'s files: one ``default`` config, a split per name.
+
+    >>> hub_data_files(["es"])
+    [{'config_name': 'default', 'data_files': [{'split': 'es', 'path': 'data/es-*'}]}]
+    """
+    return [{"config_name": "default",
+             "data_files": [{"split": split, "path": f"{folder}/{split}-*"} for split in splits]}]
+
+
+def save_hub_layout(dataset_dict: Any, output_dir: str | Path, max_shard_bytes: int = MAX_SHARD_BYTES) -> None:
+    """Write ``dataset_dict`` as the Hub holds a pushed dataset: ``data/<split>-<i>-of-<n>.parquet``.
+
+    With a card whose ``configs`` name these files (:func:`hub_data_files`), ``datasets.load_dataset(output_dir)``
+    opens the folder locally with the splits and features (kept in the Parquet metadata) that the
+    pushed repository has. The folder is written under a temporary name and renamed, so a reader
+    sees the old files or the whole new set. A split with no rows is left out (``load_dataset``
+    cannot open one: "corresponds to no data"), and so is it from the card's ``configs``.
+    """
+    import math
+
+    output_dir = Path(output_dir)
+    folder, temporary = output_dir / "data", output_dir / ".data.tmp"
+    if temporary.exists():
+        shutil.rmtree(temporary)
+    temporary.mkdir(parents=True)
+    for split, dataset in dataset_dict.items():
+        if not len(dataset):
+            continue
+        count = max(1, math.ceil(dataset.data.nbytes / max_shard_bytes))
+        for index in range(count):
+            part = dataset.shard(num_shards=count, index=index, contiguous=True)
+            part.to_parquet(str(temporary / f"{split}-{index:05d}-of-{count:05d}.parquet"))
+    if folder.exists():
+        shutil.rmtree(folder)
+    temporary.rename(folder)
 
 
 class ShardStore:

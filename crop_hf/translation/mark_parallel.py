@@ -393,7 +393,11 @@ class MarkParallelJob(CorpusJob[MarkedRow, DroppedPair]):
         pairs = ", ".join(f"{src}-{tgt}" for src, tgt in sorted(self.language_pairs)) or "none"
         data = DatasetCardData(language=languages or None, pretty_name=f"Marker-annotated parallel data ({pairs})",
                                task_categories=["translation"], size_categories=[size_category(counts["rows"])],
-                               tags=["crop-hf", "parallel", "markers", "label-projection"])
+                               tags=["crop-hf", "parallel", "markers", "label-projection"],
+                               # the folder's data-*.parquet files, so load_dataset(output_dir) opens it as the Hub would
+                               configs=[{"config_name": "default",
+                                         "data_files": [{"split": "train", "path": "data-*.parquet"}]}]
+                               if counts["rows"] else None)
         return str(DatasetCard.from_template(
             data, template_path=str(card_template("marked_parallel_card.md")), pretty_name=data.pretty_name,
             funnel=format_table(list(counts), [list(counts.values())], style="markdown"), reasons=DROP_REASONS,
@@ -402,7 +406,7 @@ class MarkParallelJob(CorpusJob[MarkedRow, DroppedPair]):
             seconds_align=totals["seconds_align"], seconds_extract_and_mark=totals["seconds_extract_and_mark"],
             columns=row_descriptions(MarkedRow), command_line=command_line,
             inputs_id=self.inputs_id, settings=format_table(["setting", "value"], [
-                [name, f"`{value}`"] for name, value in self.config.result_arguments().items()], style="markdown")))
+                [name, f"`{value}`"] for name, value in self.config.card_settings().items()], style="markdown")))
 
     def notes(self) -> list[str]:
         seconds = self.seconds()
