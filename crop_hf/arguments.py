@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import enum
 import json
 import logging
@@ -138,7 +139,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefau
 
     def _expand_help(self, action: argparse.Action) -> str:
         saved = action.help
-        action.help = re.sub(r"%(?![(%])", "%%", saved or "")  # a lone '%' ("10%") is text, not a directive
+        text = saved() if callable(saved) else saved  # a help text made when asked (see build_parser)
+        action.help = re.sub(r"%(?![(%])", "%%", text or "")  # a lone '%' ("10%") is text, not a directive
         try:
             return super()._expand_help(action)
         finally:
@@ -192,11 +194,49 @@ def _text(value: Any) -> str:
 
 
 def build_parser(classes: Sequence[type], *, prog: str | None = None, description: str | None = None):
-    """The ``transformers.HfArgumentParser`` of ``classes``, with :class:`HelpFormatter` for ``--help``."""
+    """The ``transformers.HfArgumentParser`` of ``classes``, with :class:`HelpFormatter` for ``--help``.
+
+    A field's help may be a function of no argument returning the text: it is called here, so that
+    ``--help`` says what holds when the parser is built (``--method`` lists the projection methods
+    registered then, an installed package's included).
+    """
     from transformers import HfArgumentParser
 
     kwargs = {key: value for key, value in (("prog", prog), ("description", description)) if value is not None}
-    return HfArgumentParser(list(classes), formatter_class=HelpFormatter, **kwargs)
+    parser = HfArgumentParser(list(classes), formatter_class=HelpFormatter, **kwargs)
+    for action in parser._actions:
+        if callable(action.help):
+            action.help = action.help()
+    return parser
+
+
+def _unknown_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """The ``--options`` of ``argv`` that ``parser`` does not take (nor abbreviates unambiguously), in order."""
+    known = parser._option_string_actions
+    unknown = []
+    for arg in argv:
+        if arg == "--":
+            break
+        name = arg.split("=", 1)[0]
+        if not name.startswith("--") or name in known:
+            continue
+        if parser.allow_abbrev and any(option.startswith(name) for option in known):
+            continue  # argparse reads (or refuses, as ambiguous) an abbreviation itself
+        unknown.append(name)
+    return unknown
+
+
+def _unknown_message(parser: argparse.ArgumentParser, unknown: Sequence[str]) -> str:
+    """``unknown option --outptu_dir (did you mean --output_dir?); crop-hf x --help lists the options``: one line,
+    in the words :class:`~crop_hf.errors.UnknownOptionError` uses for a spec's options."""
+    spelled = sorted({option for option in parser._option_string_actions
+                      if option.startswith("--") and "-" not in option[2:]})
+    guesses = []
+    for name in dict.fromkeys(unknown):
+        close = difflib.get_close_matches("--" + name[2:].replace("-", "_"), spelled, n=1)
+        guesses.append(name + (f" (did you mean {close[0]}?)" if close else ""))
+    plural = "s" if len(guesses) > 1 else ""
+    return f"unknown option{plural} {', '.join(guesses)}; {parser.prog} --help lists the options"
 
 
 def parse_config(classes: Sequence[type], argv: Sequence[str] | None = None, *, prog: str | None = None,
@@ -204,7 +244,8 @@ def parse_config(classes: Sequence[type], argv: Sequence[str] | None = None, *, 
     """Read one instance of each dataclass in ``classes`` from ``argv`` (default: ``sys.argv[1:]``).
 
     ``argv`` may start with a JSON/YAML file of option values; options after it override the file.
-    Unknown options (in the file or on the command line) are an error naming them. With
+    Unknown options (in the file or on the command line) are an error naming them, each with the
+    closest option it takes ("did you mean"), before any other check; so is a value no option takes. With
     ``positional``, a bare first argument (after the file, if any) is that option's value
     (``report OUT`` reads as ``report --output_dir OUT``).
     """
@@ -227,10 +268,18 @@ def parse_config(classes: Sequence[type], argv: Sequence[str] | None = None, *, 
         argv = [f"--{positional}", *argv]
     argv = from_file + _new_spellings(argv, renames, prog)
     parser = build_parser(classes, prog=prog, description=description)
+    unknown = _unknown_options(parser, argv)
+    if unknown:  # before argparse, whose "required" error would hide the misspelt option behind it
+        parser.exit(2, f"{parser.prog}: error: {_unknown_message(parser, unknown)}\n")
     try:
-        configs = tuple(parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False))
+        *configs, remaining = parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False,
+                                                                 return_remaining_strings=True)
     except ValueError as error:  # a dataclass's __post_init__ refused a value: a usage error, said in one line
         parser.exit(2, f"{parser.prog}: error: {' '.join(str(error).split())}\n")
+    if remaining:  # a value no option takes
+        parser.exit(2, f"{parser.prog}: error: unexpected argument(s) {' '.join(remaining)}: each value follows "
+                       f"its --option; {parser.prog} --help lists the options\n")
+    configs = tuple(configs)
     for config in configs:
         for name in nulls & {f.name for f in dataclasses.fields(config)}:
             setattr(config, name, None)

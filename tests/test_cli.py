@@ -48,6 +48,79 @@ def test_env_reports_installed_versions(capsys):
     assert info["crop-hf"] == crop_hf.__version__
 
 
+def test_env_lists_ctranslate2_as_installed_or_not(capsys):
+    from importlib import metadata
+
+    try:
+        expected = metadata.version("ctranslate2")
+    except metadata.PackageNotFoundError:
+        expected = "not installed"
+    assert main(["env", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ctranslate2"] == expected
+    assert main(["env"]) == 0
+    assert any(line.split() == ["ctranslate2", *expected.split()] for line in capsys.readouterr().out.splitlines())
+
+
+DEMO_COUNTS = {"de": {"input": 3, "kept": 1, "all_o": 2}}
+
+
+def _fake_demo_stages(monkeypatch, fail: bool = False) -> list:
+    """The demo's model builders and synthesis replaced by ones that write into the folders they are given
+    (and a synthesis that fails, with ``fail``); the list collects those folders."""
+    from pathlib import Path
+
+    from crop_hf.commands import demo
+    from crop_hf.engine.jobs import JobResult
+
+    folders = []
+
+    def build(path, corpus):
+        Path(path).mkdir(parents=True)
+        (Path(path) / "config.json").write_text("{}")
+        folders.append(Path(path))
+        return Path(path)
+
+    def synthesize(config):
+        output = Path(config.output_dir)
+        output.mkdir(parents=True)
+        (output / "README.md").write_text("card")
+        folders.append(output)
+        if fail:
+            raise OSError("no space left on the device")
+        return JobResult(output, DEMO_COUNTS, {"de": 0}, [], "lang")
+
+    monkeypatch.setattr(demo, "build_tiny_m2m100", build)
+    monkeypatch.setattr(demo, "build_tiny_xlmr_ner", build)
+    monkeypatch.setattr(demo, "synthesize", synthesize)
+    return folders
+
+
+def test_demo_removes_its_temporary_folder_and_keeps_an_output_dir(tmp_path, monkeypatch, capsys):
+    import tempfile
+
+    from crop_hf.engine.jobs import JobResult
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    folders = _fake_demo_stages(monkeypatch)
+    assert main(["demo", "--tgt_langs", "de", "--no_show_progress"]) == 0
+    out = capsys.readouterr().out
+    assert len(folders) == 3 and all(temporary in folder.parents for folder in folders)  # it wrote there...
+    assert list(temporary.iterdir()) == []  # ...and nothing is left
+    assert JobResult(temporary, DEMO_COUNTS, {}, [], "lang").table() in out  # the counts are printed
+    assert str(temporary) not in out and "pass --output_dir DIR to keep them" in out  # no path that is gone
+
+    folders = _fake_demo_stages(monkeypatch, fail=True)
+    assert main(["demo", "--tgt_langs", "de", "--no_show_progress"]) == 1  # an error removes it too
+    assert folders and list(temporary.iterdir()) == []
+
+    folders = _fake_demo_stages(monkeypatch)
+    assert main(["demo", "--tgt_langs", "de", "--no_show_progress", "--output_dir", str(tmp_path / "kept")]) == 0
+    assert all(folder.is_dir() for folder in folders) and (tmp_path / "kept" / "synthesis" / "README.md").is_file()
+    assert str(tmp_path / "kept" / "synthesis") in capsys.readouterr().out  # the report says where
+
+
 def test_subcommand_help_lists_its_options(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["env", "--help"])

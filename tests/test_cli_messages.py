@@ -301,3 +301,54 @@ def test_docs_and_readme_use_no_renamed_spelling():
                 if re.search(rf"(?<![\w-]){old}=", line):
                     found.append(f"{path.relative_to(REPO_ROOT)}:{number}: {old}=")
     assert not found, found
+
+
+def test_a_misspelt_option_is_named_with_the_closest_one_before_any_other_check(capsys):
+    """Not HfArgumentParser's "Some specified arguments are not used", nor argparse's "required" error first."""
+    code, _, err = run_main(["evaluate-ner", "--model", "m", "--sources", "conll5:es", "--outptu_dir", "x"], capsys)
+    assert code == 2 and err == ("crop-hf evaluate-ner: error: unknown option --outptu_dir (did you mean --output_dir?); "
+                                 "crop-hf evaluate-ner --help lists the options\n")
+    # named before argparse would say that --tgt_langs is required
+    code, _, err = run_main(["synthesize", "--tgt_lagns", "de", "--output-dri=out", "--zzz"], capsys)
+    assert code == 2 and err == ("crop-hf synthesize: error: unknown options --tgt_lagns (did you mean --tgt_langs?), "
+                                 "--output-dri (did you mean --output_dir?), --zzz; crop-hf synthesize --help lists "
+                                 "the options\n")
+    code, _, err = run_main(["env", "--json", "true", "stray"], capsys)
+    assert code == 2 and err == ("crop-hf env: error: unexpected argument(s) stray: each value follows its --option; "
+                                 "crop-hf env --help lists the options\n")
+    assert run_main(["env", "--js", "true"], capsys)[0] == 0  # an abbreviation argparse reads stays allowed
+
+
+def test_evaluate_ner_writes_into_output_dir_and_output_is_a_deprecated_file(tmp_path, monkeypatch, capsys, caplog):
+    import json
+    import logging
+
+    from crop_hf.commands import evaluate_ner
+    from crop_hf.ner.evaluate import NerEvaluation, format_ner_table, score_tags
+
+    evaluation = NerEvaluation("test", {"es": score_tags([["B-PER", "O", "B-LOC"]], [["B-PER", "O", "O"]])}, None)
+    calls = []
+    monkeypatch.setattr(evaluate_ner, "evaluate_pretrained", lambda model, sources, **kw: calls.append(model) or evaluation)
+    (tmp_path / "a-file").write_text("not a folder")
+    code, _, err = run_main(["evaluate-ner", "--model", "m", "--sources", "conll5:es", "--output_dir",
+                             str(tmp_path / "a-file" / "scores")], capsys)
+    assert code == 1 and "--output_dir" in one_error_line(err, "evaluate-ner") and calls == []  # refused first
+
+    folder = tmp_path / "scores"
+    code, out, err = run_main(["evaluate-ner", "--model", "m", "--sources", "conll5:es", "--output_dir", str(folder)],
+                              capsys)
+    assert code == 0, err
+    expected = {"model": "m", **evaluation.to_dict(), "flat": evaluation.flat()}
+    assert sorted(path.name for path in folder.iterdir()) == ["ner_scores.json", "ner_scores.txt"]
+    assert json.loads((folder / "ner_scores.json").read_text()) == expected
+    table = format_ner_table(evaluation)
+    assert (folder / "ner_scores.txt").read_text() == table + "\n" and table in out
+
+    with caplog.at_level(logging.WARNING, logger="crop-hf"):
+        code, _, err = run_main(["evaluate-ner", "--model", "m", "--sources", "conll5:es", "--output",
+                                 str(tmp_path / "old.json")], capsys)
+    assert code == 0, err
+    assert json.loads((tmp_path / "old.json").read_text()) == expected  # what --output always wrote
+    assert [record.getMessage() for record in caplog.records] == [
+        "crop-hf evaluate-ner: --output FILE is deprecated; --output_dir DIR writes DIR/ner_scores.json (a folder, as "
+        "every command's --output_dir): --output will stop working in a later release"]

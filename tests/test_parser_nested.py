@@ -363,7 +363,8 @@ def test_label_sets_keep_a_trained_models_labels_first_and_sources_name_their_si
 
     import datasets
 
-    from crop_hf.parsing.data import label_sets, split_side
+    from crop_hf.data.sources import split_side
+    from crop_hf.parsing.data import label_sets
 
     rows = datasets.Dataset.from_dict({"tokens": [["hi", "bob", "now"]], "intent": ["GREET"],
                                        "slot_tags": [["O", "B-NAME", "B-TIME"]]})

@@ -68,10 +68,15 @@ def test_a_taken_name_is_an_error_unless_replaced():
     assert shapes.names() == ("circle",)
 
 
-def test_an_unknown_name_names_the_kind_and_every_known_name_in_order():
-    shapes = Registry("shape", {"square": 4, "circle": 1})
-    with pytest.raises(ValueError, match=r"^unknown shape 'sqaure': expected one of square, circle$"):
+def test_an_unknown_name_names_the_kind_the_closest_names_and_every_known_name_in_order():
+    shapes = Registry("shape", {"square": 4, "circle": 1, "squares": 5, "squared": 6, "squire": 7})
+    # the three closest, closest first
+    with pytest.raises(ValueError, match=r"^unknown shape 'sqaure' \(did you mean squire or square or squares\?\): "
+                                         r"expected one of square, circle, squares, squared, squire$"):
         shapes.get("sqaure")
+    with pytest.raises(ValueError, match=r"^unknown shape 'triangle': expected one of square, circle, squares, squared, "
+                                         r"squire$"):
+        shapes.get("triangle")  # nothing close: no guess
     with pytest.raises(KeyError):  # indexing stays a mapping's
         shapes["sqaure"]
 
@@ -98,12 +103,13 @@ def test_the_getters_of_the_registries_raise_the_registry_error():
     from crop_hf.data.loading import builder_class
     from crop_hf.translation.backends import make_backend
 
-    with pytest.raises(ValueError, match=r"^unknown projection method 'lexcial': expected one of lexical, fuzzy, "
-                                         "alignment, hybrid"):
+    with pytest.raises(ValueError, match=r"^unknown projection method 'lexcial' \(did you mean lexical\?\): expected "
+                                         "one of lexical, fuzzy, alignment, hybrid"):
         get_method("lexcial?ignore_case=true")
     with pytest.raises(ValueError, match=r"^unknown marker style 'xml': expected one of crop, easyproject"):
         get_marker_style("xml")
-    with pytest.raises(ValueError, match=r"^unknown crop-hf dataset 'conll6': expected one of conll5, xtreme40"):
+    with pytest.raises(ValueError, match=r"^unknown crop-hf dataset 'conll6' \(did you mean conll5\?\): expected one "
+                                         "of conll5, xtreme40"):
         builder_class("conll6")
     with pytest.raises(ValueError, match=r"^unknown backend 'onnx': expected one of transformers, ctranslate2$"):
         make_backend("onnx", None, None)

@@ -11,6 +11,10 @@ starting with ``[``. The utterance is ``utterance_column`` or the first of ``en_
 ``en_utterance``, ``utterance``, ``query``, ``text``; without a header, the first other non-empty
 field. Without an utterance the words of the parse are used.
 
+``#en`` after a file, a folder or a spec (as train-parser and evaluate-projection take it) names
+the side of a parallel corpus to read: the parse is then ``en_parse`` and the utterance the first
+of ``en_query``, ``en_utterance`` (:func:`~crop_hf.data.sources.split_side`).
+
 A builder spec validates its release itself (it stops at a malformed row, naming file and line,
 or skips it with ``?skip_bad_records=true``); nested trees come through (``parse`` keeps them) and
 are dropped here as ``nested_source``.
@@ -88,7 +92,16 @@ def _looks_like_header(fields: list[str]) -> bool:
     return not any(f.startswith("[") for f in fields) and all(f and " " not in f for f in fields)
 
 
-def _iter_tsv(path: Path, parse_column: str | None, utterance_column: str | None) -> Iterator[ParseInput]:
+def _defaults(side: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The parse and utterance columns looked for, in order: a side's own (``en_parse``), else the usual ones."""
+    if side is None:
+        return _PARSE_COLUMNS, _UTTERANCE_COLUMNS
+    return (f"{side}_parse",), (f"{side}_query", f"{side}_utterance")
+
+
+def _iter_tsv(path: Path, parse_column: str | None, utterance_column: str | None,
+              side: str | None = None) -> Iterator[ParseInput]:
+    parse_defaults, utterance_defaults = _defaults(side)
     names: list[str] | None = None
     first = True
     for number, text in iter_lines(str(path), "utf-8"):
@@ -108,9 +121,10 @@ def _iter_tsv(path: Path, parse_column: str | None, utterance_column: str | None
                         raise ValueError(f"{path}:{number}: no column {wanted!r} in the header {names}")
                 continue
         if names is not None:
-            parse_at = _column(names, parse_column, _PARSE_COLUMNS) or next(
-                (i for i, n in enumerate(names) if "parse" in n), None)
-            utterance_at = _column(names, utterance_column, _UTTERANCE_COLUMNS)
+            parse_at = _column(names, parse_column, parse_defaults)
+            if parse_at is None and side is None:
+                parse_at = next((i for i, n in enumerate(names) if "parse" in n), None)
+            utterance_at = _column(names, utterance_column, utterance_defaults)
             domain_at = _column(names, None, ("domain",))
         else:
             parse_at = next((i for i, f in enumerate(fields) if f.startswith("[")), None)
@@ -134,13 +148,14 @@ def _get(fields: list[str], index: int | None) -> str | None:
     return fields[index] if index is not None and index < len(fields) else None
 
 
-def _iter_dataset(dataset: Any, split: str, parse_column: str | None,
-                  utterance_column: str | None) -> Iterator[ParseInput]:
+def _iter_dataset(dataset: Any, split: str, parse_column: str | None, utterance_column: str | None,
+                  side: str | None = None) -> Iterator[ParseInput]:
     columns = dataset.column_names
-    parse_name = parse_column or next((c for c in _PARSE_COLUMNS if c in columns), None)
+    parse_defaults, utterance_defaults = _defaults(side)
+    parse_name = parse_column or next((c for c in parse_defaults if c in columns), None)
     if parse_name is None or parse_name not in columns:
-        raise ValueError(f"no parse column ({parse_column or ' or '.join(_PARSE_COLUMNS)}) among {columns}")
-    utterance_name = utterance_column or next((c for c in _UTTERANCE_COLUMNS if c in columns), None)
+        raise ValueError(f"no parse column ({parse_column or ' or '.join(parse_defaults)}) among {columns}")
+    utterance_name = utterance_column or next((c for c in utterance_defaults if c in columns), None)
     if utterance_column and utterance_column not in columns:
         raise ValueError(f"no column {utterance_column!r} among {columns}")
     for row_index, row in enumerate(dataset):
@@ -154,10 +169,14 @@ def iter_parse_inputs(source: Any, *, split: str = "train", parse_column: str | 
     ``cstop?...``, ``disk:...``), or a ``datasets.Dataset``/``DatasetDict`` (``split`` picks one).
 
     A file that does not exist (:func:`~crop_hf.data.sources.names_a_file`) is a ``FileNotFoundError``
-    naming ``option`` (``"--input"``), not a dataset looked up on the Hub.
+    naming ``option`` (``"--input"``), not a dataset looked up on the Hub. ``#en`` after a path or a
+    spec reads that side's columns (``en_parse``, ``en_query``), the same after a file as after a folder.
     """
+    side = None
+    if isinstance(source, (str, os.PathLike)) and not Path(source).exists():
+        source, side = sources.split_side(str(source))  # a path that is there is never cut
     if isinstance(source, (str, os.PathLike)) and Path(source).is_file():
-        yield from _iter_tsv(Path(source), parse_column, utterance_column)
+        yield from _iter_tsv(Path(source), parse_column, utterance_column, side)
         return
     if isinstance(source, (str, os.PathLike)) and not Path(source).exists() and sources.names_a_file(source):
         raise FileNotFoundError(f"{option + ': ' if option else ''}no file {source}")
@@ -170,4 +189,4 @@ def iter_parse_inputs(source: Any, *, split: str = "train", parse_column: str | 
         source = source[split]
     elif columns is None:
         raise TypeError(f"cannot read English parses from {type(source).__name__}")
-    yield from _iter_dataset(source, split, parse_column, utterance_column)
+    yield from _iter_dataset(source, split, parse_column, utterance_column, side)

@@ -30,7 +30,8 @@ class DemoConfig:
 
     renamed: ClassVar[Mapping[str, str]] = {"target_langs": "tgt_langs"}
 
-    output_dir: str | None = field(default=None, metadata={"help": "Where to write (default: a new temporary folder)."})
+    output_dir: str | None = field(default=None, metadata={
+        "help": "Where to write and keep the outputs (default: a temporary folder, removed at the end)."})
     tgt_langs: list[str] = field(default_factory=lambda: list(SAMPLE_LANGUAGES), metadata={
         "help": f"Bundled sample languages to run ({' '.join(SAMPLE_LANGUAGES)})."})
     show_progress: bool = field(default=True, metadata={"help": "Show progress bars (--no_show_progress hides "
@@ -51,8 +52,15 @@ def sample_path() -> str:
 
 
 def run(config: DemoConfig) -> int:
+    """Run the demo into ``--output_dir``, or into a temporary folder that is removed at the end, even on an error."""
     setup_logging(logging.WARNING)
-    output = Path(config.output_dir or tempfile.mkdtemp(prefix="crop-hf-demo-"))
+    if config.output_dir:
+        return _run(config, Path(config.output_dir))
+    with tempfile.TemporaryDirectory(prefix="crop-hf-demo-") as folder:
+        return _run(config, Path(folder), temporary=True)
+
+
+def _run(config: DemoConfig, output: Path, temporary: bool = False) -> int:
     print("SMOKE RUN with tiny random-weight models: the labels are meaningless.")
     corpus = [line for lang in config.tgt_langs for line in Path(sample_path().format(lang=lang)).read_text(
         encoding="utf-8").splitlines()]
@@ -65,5 +73,9 @@ def run(config: DemoConfig) -> int:
     )
     with progress_bars(config.show_progress, own_only=True):
         result = synthesize(synthesis)
-    print(result.report())
+    if temporary:  # the paths a report names would be gone: the counts only
+        print("\n".join([result.table(), *result.notes]))
+        print("\nThe outputs were in a temporary folder, now removed: pass --output_dir DIR to keep them.")
+    else:
+        print(result.report())
     return 0

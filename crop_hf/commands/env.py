@@ -11,7 +11,7 @@ from crop_hf.translation.apertium import Apertium, ApertiumNotInstalledError
 
 PACKAGES = (
     "crop-hf", "torch", "transformers", "tokenizers", "datasets", "accelerate", "huggingface_hub",
-    "sentencepiece", "peft", "seqeval", "sacrebleu", "langid", "eflomal", "simalign",
+    "sentencepiece", "peft", "ctranslate2", "seqeval", "sacrebleu", "langid", "eflomal", "simalign",
 )
 
 

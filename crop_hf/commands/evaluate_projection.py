@@ -44,10 +44,9 @@ from crop_hf.alignment.symmetrize import DEFAULT_SYMMETRIZATION
 from crop_hf.console import setup_logging
 from crop_hf.data.features import tag_strings
 from crop_hf.data.readers import iter_lines
-from crop_hf.data.sources import load_spec, names_a_file
+from crop_hf.data.sources import load_spec, names_a_file, split_side
 from crop_hf.errors import EmptyInputError, check_device, check_model, check_output_path, naming, reaching
 from crop_hf.metrics.projection import evaluate_projection, format_projection_table
-from crop_hf.parsing.data import split_side
 from crop_hf.projection.methods import get_method
 from crop_hf.report import plots
 from crop_hf.translation.scoring import TranslationScorer

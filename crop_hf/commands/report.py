@@ -62,9 +62,8 @@ def run(config: ReportConfig) -> int:
         if lang.gold is not None:
             print(f"{lang.lang}: projection P {100 * lang.gold['precision']:.1f} R {100 * lang.gold['recall']:.1f} "
                   f"F1 {100 * lang.gold['f1']:.1f} over {lang.gold['kept']} kept of {lang.gold['matched']} matched")
-    for path in files.plots.values():
-        print(f"plot: {path}")
-    print(f"page: {files.html}")
+    for kind, path in files.written():  # every file, funnel.png and report.json included
+        print(f"{kind}: {path}")
     if files.card is not None:
         print(f"card: {files.card} (links the plots)")
     return 0

@@ -8,7 +8,9 @@ A source spec names one corpus, the same way in every command, config file and f
 * ``disk:PATH`` or an existing folder — a corpus saved with ``save_to_disk`` (a synthesized
   corpus), or any folder ``datasets.load_dataset`` reads;
 * ``?key=value&...`` at the end passes keyword arguments to the loader
-  (``conll5:de?data_dir=/data/conll2003-de``).
+  (``conll5:de?data_dir=/data/conll2003-de``);
+* ``#en`` at the very end, where a command reads one side of a parallel corpus, names that side: its
+  columns are the ones prefixed ``en_`` (:func:`split_side`; ``hinglish_top?data_dir=DIR#en``).
 
 >>> parse_source_spec("conll5:de?data_dir=/data/conll2003-de")
 SourceSpec(kind='builder', name='conll5', config='de', kwargs={'data_dir': '/data/conll2003-de'})
@@ -26,7 +28,7 @@ from typing import Any
 
 from crop_hf.data.features import label_names_of
 from crop_hf.data.loading import BUILDERS, load_dataset
-from crop_hf.errors import EmptyInputError, looks_local, reaching
+from crop_hf.errors import LANGUAGE_CODE, EmptyInputError, looks_local, reaching
 from crop_hf.labels import rename_tag
 
 logger = logging.getLogger(__name__)
@@ -46,6 +48,7 @@ __all__ = [
     "parse_query",
     "parse_source_spec",
     "split_by_language",
+    "split_side",
     "weighted_mix_loader",
 ]
 
@@ -95,6 +98,24 @@ def parse_source_spec(spec: str) -> SourceSpec:
     if not name:
         raise ValueError(f"source spec {spec!r} names no dataset")
     return SourceSpec(kind, name, config or None, kwargs)
+
+
+def split_side(spec: str) -> tuple[str, str | None]:
+    """``"spec#en"`` → ``("spec", "en")``: a source spec, folder or file, and the side of a parallel corpus to read.
+
+    The side is the prefix of that side's columns (``en_tokens``, ``en_parse``: Hinglish-TOP's English
+    ones), ``None`` when none is written. Only a language code after the last ``#`` is a side, so a
+    path with a ``#`` elsewhere stays whole; the suffix is read the same after a file, a folder or a spec.
+
+    >>> split_side("hinglish_top?data_dir=data/hinglish-top#en"), split_side("parses/en.tsv#en")
+    (('hinglish_top?data_dir=data/hinglish-top', 'en'), ('parses/en.tsv', 'en'))
+    >>> split_side("cstop"), split_side("runs/#3/data")
+    (('cstop', None), ('runs/#3/data', None))
+    """
+    body, sep, side = spec.rpartition("#")
+    if sep and (not side or LANGUAGE_CODE.fullmatch(side)):
+        return body, side or None
+    return spec, None
 
 
 #: Endings of a text file's name (never of a source spec's): such a name that is not there is a missing file.

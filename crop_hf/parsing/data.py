@@ -4,7 +4,8 @@ A source spec as NER training reads it (``hinglish_top?data_dir=...``, ``cstop``
 ``top:v2?domains=weather``, ``hub:NAME[:CONFIG]``, ``disk:PATH``; see
 :func:`crop_hf.data.sources.parse_source_spec`) names a corpus with ``tokens``, ``intent`` and
 ``slot_tags`` columns; ``#en`` after it reads the English side of a parallel corpus instead
-(``en_tokens``, ``en_intent``, ``en_slot_tags``, as Hinglish-TOP has them).
+(``en_tokens``, ``en_intent``, ``en_slot_tags``, as Hinglish-TOP has them;
+:func:`crop_hf.data.sources.split_side`).
 
 A hierarchical model (``max_intent_depth`` above 1) trains on the whole tree of each row (its
 ``parse`` column): :func:`frame_targets` turns a tree's :class:`~crop_hf.seqlogical.IntentFrame`
@@ -13,9 +14,6 @@ stack into the model's ``span_targets``/``inner_targets``/``inner_labels`` and
 ``max_intent_depth``, a slot without words, a slot holding words beside an intent) is left out of
 training, counted by reason and logged with its file and line (the ``source`` column, which
 Hinglish-TOP has) or its source spec and row.
-
->>> split_side("hinglish_top#en")
-('hinglish_top', 'en')
 """
 
 from __future__ import annotations
@@ -34,15 +32,9 @@ from crop_hf.seqlogical import ParseError, UnrepresentableParse, from_flat, pars
 logger = logging.getLogger(__name__)
 
 __all__ = ["COLUMNS", "dev_split", "encode_rows", "frame_from_targets", "frame_targets", "label_sets",
-           "load_parse_rows", "row_frames", "split_side"]
+           "load_parse_rows", "row_frames"]
 
 COLUMNS = ("tokens", "intent", "slot_tags")
-
-
-def split_side(spec: str) -> tuple[str, str | None]:
-    """``"spec#en"`` → ``("spec", "en")``: the column prefix of the side to read, or ``None``."""
-    body, _, side = spec.partition("#")
-    return body, side or None
 
 
 def load_parse_rows(spec: str, split: str, *, dataset=None, option: str | None = None):
@@ -55,7 +47,7 @@ def load_parse_rows(spec: str, split: str, *, dataset=None, option: str | None =
     import datasets
 
     where = f"{option} {spec}" if option else spec
-    body, side = split_side(spec)
+    body, side = crop_hf.data.sources.split_side(spec)
     loaded = dataset if dataset is not None else crop_hf.data.sources.load_spec(body)
     if isinstance(loaded, datasets.Dataset):
         loaded = datasets.DatasetDict({"train": loaded})

@@ -37,7 +37,7 @@ from typing import Any
 
 from crop_hf.data.fewshot import few_shot_indices
 from crop_hf.data.readers import SkippedRecords
-from crop_hf.data.sources import mix_weights, weighted_mix_loader
+from crop_hf.data.sources import mix_weights, split_side, weighted_mix_loader
 from crop_hf.engine.arguments import hyperparameters
 from crop_hf.engine.checkpoints import adamw
 from crop_hf.engine.training import TrainedModel, TrainingTask, start, telling_where_saved, train
@@ -46,7 +46,7 @@ from crop_hf.hub import parser_model_card
 from crop_hf.metrics.parsing import format_parse_table
 from crop_hf.parsing import predict
 from crop_hf.parsing.arguments import ParserDataArguments, ParserModelArguments, ParserTrainingArguments
-from crop_hf.parsing.data import dev_split, encode_rows, label_sets, load_parse_rows, split_side
+from crop_hf.parsing.data import dev_split, encode_rows, label_sets, load_parse_rows
 from crop_hf.parsing.evaluate import evaluate_parser
 from crop_hf.parsing.substitution import with_substituted_slots
 

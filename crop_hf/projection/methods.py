@@ -81,6 +81,7 @@ __all__ = [
     "foreign_rules",
     "get_method",
     "language_rules",
+    "method_help",
     "method_options",
     "parse_method",
     "placement",
@@ -196,6 +197,23 @@ register_method("insertion", project_insertion, InsertionOptions, uses_scorer=Tr
 register_method("rerank", project_rerank, RerankOptions, uses_scorer=True, drop_incomplete=False, check=check_rerank)
 register_method("hybrid_rerank", project_hybrid_rerank, HybridRerankOptions, uses_alignment=True, uses_scorer=True,
                 drop_incomplete=False, check=check_rerank)
+
+
+def method_help(text: str, usable: Callable[[ProjectionMethod], bool] | None = None) -> Callable[[], str]:
+    """A ``--method`` help text whose ``{methods}`` names the methods registered when ``--help`` is built.
+
+    The option's ``metadata={"help": method_help(...)}``: :func:`crop_hf.arguments.build_parser`
+    calls it, so an installed package's methods are listed beside the built-ins, never a list
+    written once by hand. ``usable`` keeps only the methods a command can run.
+
+    >>> method_help("one of {methods}", lambda method: method.uses_scorer)()
+    'one of insertion, rerank, hybrid_rerank'
+    """
+    def render() -> str:
+        names = [name for name, method in PROJECTION_METHODS.items() if usable is None or usable(method)]
+        return text.format(methods=", ".join(names))
+
+    return render
 
 
 def parse_method(text: str) -> tuple[str, dict[str, Any]]:

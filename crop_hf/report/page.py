@@ -33,6 +33,11 @@ class ReportFiles:
     data: ReportData | None = None
     card: Path | None = None
 
+    def written(self) -> list[tuple[str, Path]]:
+        """Every file written into :attr:`folder`, with what it is (``"plot"``, ``"numbers"``, ``"page"``),
+        plots in :data:`~crop_hf.report.plots.PLOTS` order: what ``crop-hf report`` lists."""
+        return [*(("plot", path) for path in self.plots.values()), ("numbers", self.json), ("page", self.html)]
+
 
 def summary(data: ReportData) -> str | None:
     """The one sentence a report leads with when the corpus is empty (``None`` otherwise).
