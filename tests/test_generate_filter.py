@@ -21,7 +21,7 @@ from crop_hf.augment.generate_filter import (
     neighbour_pairs,
     signature,
 )
-from crop_hf.errors import EmptyInputError
+from crop_hf.errors import EmptyInputError, OutputExistsError
 from crop_hf.seqlogical import parse, to_flat
 
 
@@ -253,8 +253,14 @@ def test_run_reads_the_configured_columns_and_splits_and_reports_every_bad_input
         ("", "[IN:CALL [SL:NAME", "invalid_source", ["dev", "1"]),
         ("", "[IN:CALL", "invalid_source", ["test", "1"]),
         ("", "[IN:CALL [SL:NAME ] ]", "invalid_source", ["test", "2"])]
+    # each source's unreadable parses in one line per reason: how many, the first and why
+    first_few_shot, first_english = (d["detail"].split(": ", 1)[1] for d in dropped[:2])
     assert [r.getMessage() for r in caplog.records if r.name == "crop_hf.augment.generate_filter"] == [
-        *(f"skipped {d['detail']}" for d in dropped), "1 few-shot parses, 1 training pairs, 2 English sources"]
+        f"--few_shot (the dataset given): 1 parse dropped as invalid_source (first: dev:1: {first_few_shot}); "
+        "see discarded/",
+        f"--english (the dataset given): 2 parses dropped as invalid_source (first: test:1: {first_english}); "
+        "see discarded/",
+        "1 few-shot parses, 1 training pairs, 2 English sources"]
     augmented = datasets.load_from_disk(str(out / "dataset"))["train"]
     assert augmented[0] == {"utterance": "mom ko call karo", "tokens": ["mom", "ko", "call", "karo"], "intent": "CALL",
                             "slot_tags": ["B-NAME", "O", "O", "O"], "parse": "[IN:CALL [SL:NAME mom ] ko call karo ]",
@@ -265,7 +271,8 @@ def test_run_reads_the_configured_columns_and_splits_and_reports_every_bad_input
     assert (out / "statistics.json").read_text(encoding="utf-8") == json.dumps(result.statistics["train"], indent=2)
     card = (out / "README.md").read_text(encoding="utf-8")
     for text in (
-            "language:\n- es\n- en\n", "source_datasets:\n- cs.tsv\n", "pretty_name: CSTOP generate-and-filter (es, en)",
+            "language:\n- es\n- en\n", "configs:\n- config_name: default\n  data_files:\n  - split: train\n    path: data/train-*\n",
+            "pretty_name: CSTOP generate-and-filter (es, en)",
             "`gen/model` was fine-tuned to turn English parses into code-switched ones on 1 pairs (each few-shot "
             "parse with its 1 nearest English parses of the same signature), generated with beam search from English "
             "parses, and the generations were filtered. The dataset holds the few-shot parses and the kept "
@@ -278,6 +285,7 @@ def test_run_reads_the_configured_columns_and_splits_and_reports_every_bad_input
             "- `intent`: the intent name", "- `slot_tags`: IOB2 slot tags over `tokens`", "- `parse`: the bracket parse", "- `origin`: `few_shot` or `generated`",
             "- `source_parse`: the English parse it was generated from"):
         assert text in card, text
+    assert "source_datasets" not in card  # cs.tsv is a local file, not a dataset on the Hub
     assert "output_dir" not in card and "gen/model" in json.dumps(config.result_arguments())
     assert result.report() == (f"{result.table()}\n\ndataset: {out / 'dataset'}\ndiscarded: {out / 'discarded'}"
                                f"\ncard: {out / 'README.md'}")
@@ -309,9 +317,11 @@ def test_configured_sources_are_read_when_none_are_passed_and_empty_sides_are_re
     result = generate_and_filter(config, generator=lambda sources: [["[IN:CALL [SL:NAME dad ] ko call karo ]"]])
     assert result.statistics["train"]["kept"] == 1 and result.statistics["train"]["invalid_source"] == 2
     english.write_text("parse\n[IN:CALL\n[IN:ALARM\n", encoding="utf-8")
+    with pytest.raises(OutputExistsError, match="the content of --english: "):  # other content, another run
+        generate_and_filter(config, generator=lambda sources: [])
     with pytest.raises(EmptyInputError, match=rf"^--english {english}: no usable parses in its 'train' split "
                                               r"\(\{'invalid_source': 2\}\)$"):
-        generate_and_filter(config, generator=lambda sources: [])
+        generate_and_filter(dataclasses.replace(config, overwrite_output_dir=True), generator=lambda sources: [])
     with pytest.raises(EmptyInputError, match=r"^--few_shot \(the dataset given\): no parses in its 'train' split"):
         generate_and_filter(dataclasses.replace(config, overwrite_output_dir=True), generator=lambda sources: [],
                             few_shot=datasets.Dataset.from_dict({"parse": []}))

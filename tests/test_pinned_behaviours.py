@@ -129,7 +129,7 @@ SYNTHESIS_CHANGES = {
     "ner_model": "other-ner", "ner_revision": "v2", "method": "fuzzy", "alignment_model": "mbert",
     "backend": "transformers", "compute_type": "int8", "batch_size": 8, "num_beams": 4, "num_return_sequences": 2,
     "max_new_tokens": 100, "constrain_markers": True, "max_words": 50, "max_examples": 10, "shard_size": 7,
-    "language_filter": True, "seed": 1,
+    "language_filter": True, "seed": 1, "encoding": "latin-1",
 }
 
 

@@ -183,10 +183,133 @@ def test_an_undecodable_line_is_dropped_and_counted_or_stops_a_strict_run(tmp_pa
     assert result.statistics["de"]["input"] == 3
     assert result.statistics["de"]["undecodable"] == 1
     assert result.statistics["de"]["kept"] == 2
-    assert f"{folder / 'de.txt'}:2: not valid UTF-8" in caplog.text
-    with pytest.raises(ValueError, match=r"de\.txt:2: not valid UTF-8"):
+    # said once, for the file (the peek at its first sentence before any model loads says nothing)
+    assert [r.getMessage() for r in caplog.records if r.name == "crop_hf.synthesis.inputs"] == [
+        f"{folder / 'de.txt'}: 1 line is not valid utf-8 (line 2): dropped as 'undecodable'; "
+        "pass --encoding latin-1 if the file is ISO-8859-1"]
+    with pytest.raises(ValueError, match=r"de\.txt:2: not valid utf-8"):
         synthesize(fake_config(str(folder / "{lang}.txt"), str(tmp_path / "strict"), tgt_langs=["de"],
                                strict_input=True), models=fake_models())
+
+
+LATIN_1 = ["Caf\xe9 in M\xfcnchen .", "Ich wohne in Hamburg .", "Se\xf1or Garc\xeda wohnt in Hamburg .",
+           "\xc4rger in K\xf6ln .", "Anna trifft Peter .", "Stra\xdfe in Hamburg .", "\xe9t\xe9 in Br\xfcssel .",
+           "Ma\xf1ana in Hamburg ."]
+
+
+def latin_1_file(folder: Path, lines=LATIN_1) -> Path:
+    """``lines`` written in ISO-8859-1 to ``folder/de.txt`` (lines 1, 3, 4, 6, 7 and 8 are not valid UTF-8)."""
+    folder.mkdir(exist_ok=True)
+    path = folder / "de.txt"
+    path.write_bytes("\n".join(lines).encode("latin-1") + b"\n")
+    return path
+
+
+def test_a_latin_1_file_read_with_its_encoding_gives_its_sentences_and_as_utf_8_one_summary(tmp_path, caplog):
+    path = latin_1_file(tmp_path / "raw")
+    with caplog.at_level(logging.WARNING, logger="crop_hf.synthesis.inputs"):
+        assert list(iter_raw_sentences(str(path), "de", encoding="latin-1")) == LATIN_1
+    assert caplog.records == []  # nothing was undecodable
+    with caplog.at_level(logging.WARNING, logger="crop_hf.synthesis.inputs"):
+        read = list(iter_raw_sentences(str(path), "de"))
+    assert [line for line in read if not isinstance(line, UndecodableLine)] == [LATIN_1[1], LATIN_1[4]]
+    assert [line.where for line in read if isinstance(line, UndecodableLine)] == [
+        f"{path}:{number}" for number in (1, 3, 4, 6, 7, 8)]
+    # six broken lines, one line of log: the count, the first five line numbers, what to do
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path}: 6 lines are not valid utf-8 (lines 1, 3, 4, 6, 7, ...): dropped as 'undecodable'; "
+        "pass --encoding latin-1 if the file is ISO-8859-1"]
+    caplog.clear()  # a reading that stops early (max_examples) still says what it dropped, and only that
+    with caplog.at_level(logging.WARNING, logger="crop_hf.synthesis.inputs"):
+        assert len(list(iter_raw_sentences(str(path), "de", limit=4))) == 4
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path}: 3 lines are not valid utf-8 (lines 1, 3, 4): dropped as 'undecodable'; "
+        "pass --encoding latin-1 if the file is ISO-8859-1"]
+    caplog.clear()  # another encoding gets no latin-1 hint; report=False says nothing
+    path.write_bytes(b"\x81 in Hamburg .\nAnna .\n")  # 0x81 is not a cp1252 character
+    with caplog.at_level(logging.WARNING, logger="crop_hf.synthesis.inputs"):
+        assert list(iter_raw_sentences(str(path), "de", encoding="cp1252")) == ["", "Anna ."]
+        assert list(iter_raw_sentences(str(path), "de", encoding="cp1252", report=False)) == ["", "Anna ."]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path}: 1 line is not valid cp1252 (line 1): dropped as 'undecodable'; is --encoding right for this file?"]
+
+
+def test_a_utf_8_byte_order_mark_is_dropped_only_when_the_file_is_read_as_utf_8(tmp_path):
+    path = tmp_path / "de.txt"
+    path.write_bytes(b"\xef\xbb\xbfAnna .\n")
+    assert list(iter_raw_sentences(str(path), "de", encoding="UTF8")) == ["Anna ."]
+    assert list(iter_raw_sentences(str(path), "de", encoding="latin-1")) == ["\xef\xbb\xbfAnna ."]
+
+
+def test_synthesis_reads_a_latin_1_file_with_encoding_and_the_encoding_joins_the_fingerprint_only_when_set(
+        tmp_path, caplog):
+    path = latin_1_file(tmp_path / "raw")
+    template = str(path.parent / "{lang}.txt")
+    with caplog.at_level(logging.WARNING, logger="crop_hf.synthesis.inputs"):
+        result = synthesize(fake_config(template, str(tmp_path / "out"), tgt_langs=["de"], encoding="latin-1"),
+                            models=fake_models())
+    assert result.statistics["de"]["undecodable"] == 0 and caplog.records == []
+    kept, discarded = load(result.output_dir)
+    texts = [" ".join(row["tokens"]) for row in kept["de"]] + [row["text"] for row in discarded["de"]]
+    assert sorted(texts) == sorted(LATIN_1)  # every sentence read as written, none dropped for its bytes
+    assert any(row["tokens"] == ["Señor", "García", "wohnt", "in", "Hamburg", "."] for row in kept["de"])
+    # runs written before the option keep their fingerprint; another encoding is another run
+    default = fake_config(template, str(tmp_path / "a"), tgt_langs=["de"])
+    assert "encoding" not in default.result_arguments()
+    assert fake_config(template, str(tmp_path / "a"), tgt_langs=["de"], encoding="UTF-8").result_arguments() \
+        == default.result_arguments()  # the resolved codec, not its spelling
+    assert fake_config(template, str(tmp_path / "a"), tgt_langs=["de"], encoding="latin-1"
+                       ).result_arguments()["encoding"] == "iso8859-1"
+    with pytest.raises(OutputExistsError, match="--encoding"):  # a rerun in utf-8 is not a resume of it
+        synthesize(fake_config(template, str(tmp_path / "out"), tgt_langs=["de"]), models=fake_models())
+
+
+def test_the_conll_2002_spanish_text_reads_as_latin_1_and_as_utf_8_gives_one_line_for_all_its_bad_lines(
+        shared_data, tmp_path, caplog):
+    # the words of the first 300 sentences of CoNLL-2002 Spanish testa, one sentence a line, in its own encoding
+    blocks = (shared_data / "conll2002" / "esp.testa").read_bytes().split(b"\n\n")[:300]
+    sentences = [b" ".join(line.split()[0] for line in block.splitlines() if line.strip()) for block in blocks]
+    path = tmp_path / "es.txt"
+    path.write_bytes(b"\n".join(sentences) + b"\n")
+    assert list(iter_raw_sentences(str(path), "es", encoding="latin-1")) == [s.decode("latin-1") for s in sentences]
+    assert "Madrid" in path.read_text(encoding="latin-1") and "ó" in path.read_text(encoding="latin-1")
+
+    def valid(line: bytes) -> bool:
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return True
+
+    bad = [number for number, line in enumerate(sentences, start=1) if not valid(line)]
+    assert len(bad) > 20  # accents in most sentences: a flood of lines before
+    with caplog.at_level(logging.WARNING, logger="crop_hf.synthesis.inputs"):
+        read = list(iter_raw_sentences(str(path), "es"))
+    assert sum(isinstance(line, UndecodableLine) for line in read) == len(bad)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path}: {len(bad)} lines are not valid utf-8 (lines {', '.join(map(str, bad[:5]))}, ...): dropped as "
+        "'undecodable'; pass --encoding latin-1 if the file is ISO-8859-1"]
+
+
+@pytest.mark.parametrize(("encoding", "says"), [
+    ("latin-9x", "--encoding 'latin-9x': Python knows no such text encoding (e.g. utf-8, latin-1, cp1252)"),
+    ("rot13", "--encoding 'rot13': Python knows no such text encoding"),
+    ("utf-16", "--encoding utf-16: text files are read line by line"),
+])
+def test_an_encoding_python_cannot_read_line_by_line_is_refused_in_one_line_before_any_work(
+        encoding, says, tmp_path, capsys):
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    (folder / "es.txt").write_text("Hola .\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(says)):
+        fake_config(str(folder / "{lang}.txt"), str(tmp_path / "out"), tgt_langs=["es"], encoding=encoding)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["synthesize", "--tgt_langs", "es", "--input", str(folder / "{lang}.txt"), "--encoding", encoding,
+              "--output_dir", str(tmp_path / "out")])
+    assert exit_info.value.code != 0
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert says in line
+    assert not (tmp_path / "out").exists()  # refused when the options were read: nothing written, nothing loaded
 
 
 def test_a_language_with_every_sentence_dropped_still_loads(tmp_path):
@@ -580,20 +703,100 @@ def test_a_refused_batch_is_halved_until_the_refused_record_is_found_and_other_e
     words[41] = "bad"
     assert each_or_none(call, words) == [w.upper() if w != "bad" else None for w in words]
     assert len(calls) == 13 and max(len(c) for c in calls[1:]) == 32 and ["bad"] in calls
-    assert "a batch of 3 failed" in caplog.text and "dropping a record the pipeline refused" in caplog.text
+    # without a caller to count them, a call's refusals are one warning: how many, the first and its error
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "a pipeline refused 1 of 3 records, dropped (first: record 1: cannot mark 'bad')"),
+        ("WARNING", "a pipeline refused 1 of 64 records, dropped (first: record 41: cannot mark 'bad')")]
     calls.clear()
     assert each_or_none(call, ["a", "c"]) == ["A", "C"] and calls == [["a", "c"]]  # one call when all is well
     assert each_or_none(call, []) == [] and calls == [["a", "c"]]  # no call for nothing
     caplog.clear()  # a refused batch of one is that record: dropped with one line naming the error, not called again
     assert each_or_none(call, ["bad"]) == [None] and calls[1:] == [["bad"]]
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
-        ("WARNING", "dropping a record the pipeline refused: cannot mark 'bad'")]
+        ("WARNING", "a pipeline refused 1 of 1 records, dropped (first: record 0: cannot mark 'bad')")]
 
     def out_of_memory(items):
         raise RuntimeError("CUDA out of memory")
 
     with pytest.raises(RuntimeError, match="out of memory"):
         each_or_none(out_of_memory, ["a"])
+
+
+def test_each_or_none_tells_the_caller_every_refused_record_by_its_index_and_logs_nothing_itself(caplog):
+    from crop_hf.engine.records import each_or_none
+
+    def call(items):
+        if any(item.startswith("bad") for item in items):
+            raise TypeError(f"cannot mark {next(item for item in items if item.startswith('bad'))!r}")
+        return [item.upper() for item in items]
+
+    words = [f"w{k}" for k in range(20)]
+    for k in (0, 7, 8, 19):
+        words[k] = f"bad{k}"
+    refused = []
+    with caplog.at_level(logging.DEBUG, logger="crop_hf.engine.records"):
+        results = each_or_none(call, words, lambda index, error: refused.append((index, str(error))))
+    assert results == [None if w.startswith("bad") else w.upper() for w in words]
+    assert refused == [(0, "cannot mark 'bad0'"), (7, "cannot mark 'bad7'"), (8, "cannot mark 'bad8'"),
+                       (19, "cannot mark 'bad19'")]
+    assert [r.levelname for r in caplog.records] == ["DEBUG"]  # where the halving started, for a debugging eye
+    refused.clear()
+    assert each_or_none(call, ["bad"], lambda index, error: refused.append(index)) == [None] and refused == [0]
+
+
+def test_a_drop_tally_counts_each_reason_and_says_each_once_with_its_first_record(caplog):
+    from crop_hf.engine.records import DropTally
+
+    tally = DropTally("es shard 3", offset=300, noun="sentence", keep=2)
+    assert tally.lines() == [] and tally.total == 0
+    tally.add("pipeline_error", 17, "sentence 0: cannot\n  mark 'x'")  # an error on several lines: one
+    tally.add("all_o", 18)
+    for index in (40, 41, 42):
+        tally.add("pipeline_error", index, f"error {index}")
+    tally.add("no_translation", "en.tsv:9", "en.tsv:9: the translator returned nothing")  # its name once
+    tally.add("no_translation", "en.tsv:12", "en.tsv:12")
+    assert tally.total == 7 and tally.counts == {"pipeline_error": 4, "all_o": 1, "no_translation": 2}
+    assert tally.records("pipeline_error") == ["sentence 317", "sentence 340"]  # the first two: keep=2
+    assert tally.records("no_translation") == ["en.tsv:9", "en.tsv:12"] and tally.records("too_long") == []
+    with caplog.at_level(logging.INFO, logger="crop_hf.tests"):
+        tally.log(logging.getLogger("crop_hf.tests"), logging.INFO)
+    assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("crop_hf.tests", "INFO", "es shard 3: 4 sentences dropped as pipeline_error (first: sentence 317: "
+                                  "sentence 0: cannot mark 'x'); see discarded/"),
+        ("crop_hf.tests", "INFO", "es shard 3: 1 sentence dropped as all_o (first: sentence 318); see discarded/"),
+        ("crop_hf.tests", "INFO", "es shard 3: 2 sentences dropped as no_translation (first: en.tsv:9: the "
+                                  "translator returned nothing); see discarded/"),
+    ]
+    quiet = DropTally("--english en.tsv", see=None)
+    quiet.add("invalid_source", "en.tsv:2", "en.tsv:2: not a bracket parse")
+    assert quiet.lines() == ["--english en.tsv: 1 record dropped as invalid_source (first: en.tsv:2: not a bracket "
+                             "parse)"]
+
+
+def test_a_run_dropping_many_records_says_each_reason_once_per_shard(tmp_path, caplog):
+    """Regression: one warning per refused record (28 lines for 200 sentences), and one per halving."""
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    # the translator refuses every third sentence ("explode"), the tagger two others ("unreadable")
+    lines = [f"Anna explode Hamburg {k} ." if k % 3 == 1 else f"Anna wohnt in Hamburg {k} ." for k in range(20)]
+    lines[5] = lines[15] = "Anna unreadable Hamburg ."
+    (folder / "de.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    config = fake_config(str(folder / "{lang}.txt"), str(tmp_path / "out"), tgt_langs=["de"], shard_size=10)
+    models = fake_models()
+    models.tagger = RecordingTagger()
+    with caplog.at_level(logging.DEBUG, logger="crop_hf.engine.records"):
+        result = synthesize(config, models=models)
+    assert result.statistics["de"]["pipeline_error"] == 9 and result.statistics["de"]["kept"] == 11
+    discarded = datasets.load_from_disk(str(result.discarded_path))["de"]
+    assert sorted(discarded["text"]) == sorted(line for line in lines if "Anna wohnt" not in line)  # every one kept
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    # one line per shard: its count, its first refused sentence by its index in the input and the error
+    assert warnings == [
+        "de shard 0: 4 sentences dropped as pipeline_error (first: sentence 1: sentence 0: cannot translate "
+        "'Anna explode Hamburg 1 .'); see discarded/",
+        "de shard 1: 5 sentences dropped as pipeline_error (first: sentence 10: sentence 0: cannot translate "
+        "'Anna explode Hamburg 10 .'); see discarded/",
+    ]
 
 
 def shard_settings(**overrides) -> SynthesisConfig:
@@ -720,15 +923,11 @@ def test_process_shard_drops_each_sentence_with_its_first_reason_and_keeps_what_
     assert reasons == Counter(pipeline_error=3, wrong_language_source=2, all_o=2, undecodable=1, too_long=1,
                               contains_marker=1, markers_incomplete=1, wrong_language_target=1,
                               projection_incomplete=1)
-    # Each refusal is logged with the pipeline's own words: once for the batch, once for the record.
+    # The refusals of every stage are one warning at the end of the shard: their count and the first, by its
+    # index in the shard, in the pipeline's own words.
     assert [record.getMessage() for record in caplog.records] == [
-        "a batch of 12 failed (sentence 1: cannot translate 'Anna explode Berlin'); looking for the refused records in halves of it",
-        "dropping a record the pipeline refused: sentence 0: cannot translate 'Anna explode Berlin'",
-        "a batch of 9 failed (cannot tag an unreadable text); looking for the refused records in halves of it",
-        "dropping a record the pipeline refused: cannot tag an unreadable text",
-        "a batch of 7 failed (sentence 1: cannot translate 'Anna explode Peter'); looking for the refused records in halves of it",
-        "dropping a record the pipeline refused: sentence 0: cannot translate 'Anna explode Peter'",
-    ]
+        "de: 3 sentences dropped as pipeline_error (first: sentence 4: sentence 0: cannot translate "
+        "'Anna explode Berlin'); see discarded/"]
 
 
 def test_alignment_synthesis_projects_source_spans_through_word_links_and_never_translates_back():

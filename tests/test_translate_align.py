@@ -326,7 +326,7 @@ def test_rows_and_drops_hold_exactly_what_the_batch_made(tmp_path, caplog):
          "translation": "", "reason": "no_translation", "detail": "a:2: the translator returned nothing"},
         {"source": "a:3", "source_parse": "[IN:CREATE_CALL refuse [SL:CONTACT mom ] ]",
          "source_utterance": "refuse mom", "translation": "", "reason": "no_translation",
-         "detail": "a:3: the translator refused it"},
+         "detail": "a:3: the translator refused it: cannot translate that"},
         {"source": "a:4", "source_parse": "[IN:PLAY_MUSIC play [SL:MUSIC_TYPE music ] ]",
          "source_utterance": "play some music", "translation": "pon some música", "reason": "slots_lost",
          "detail": "a:4: MUSIC_TYPE 'music' unaligned"},
@@ -337,7 +337,14 @@ def test_rows_and_drops_hold_exactly_what_the_batch_made(tmp_path, caplog):
     ]
     assert discarded[-1]["detail"].startswith("a:6: not a bracket parse (")
     assert reasons == {"no_translation": 2, "slots_lost": 1, "invalid_tree": 1, "invalid_source": 1}
-    assert "dropped (no_translation) a:2: the translator returned nothing" in caplog.messages
+    # one line per reason, with the first parse and why (the refusal's error is in its row's detail)
+    lines = [r.getMessage() for r in caplog.records if r.name == "crop_hf.augment.translate_align"]
+    assert lines[:3] == [
+        "es: 2 parses dropped as no_translation (first: a:2: the translator returned nothing); see discarded/",
+        "es: 1 parse dropped as slots_lost (first: a:4: MUSIC_TYPE 'music' unaligned); see discarded/",
+        "es: 1 parse dropped as invalid_tree (first: a:5: tokens ['[', 'x'] cannot be written as a parse); "
+        "see discarded/"]
+    assert len(lines) == 4 and lines[3].startswith("es: 1 parse dropped as invalid_source (first: a:6: not a bracket")
 
 
 def test_language_filter_detail_and_an_empty_batch(tmp_path):
@@ -422,7 +429,8 @@ def test_merge_writes_the_card_statistics_and_an_empty_dataset_when_nothing_is_k
     assert result.output_dir == Path(str(out)) and result.skipped_shards == {"train": 0}
     assert (out / "statistics.json").read_text(encoding="utf-8") == json.dumps(result.statistics["train"], indent=2)
     card = (out / "README.md").read_text(encoding="utf-8")
-    assert f"source_datasets:\n- {path}\n" in card and "pretty_name: CSTOP translate-and-align (es)" in card
+    assert "source_datasets" not in card and "pretty_name: CSTOP translate-and-align (es)" in card  # a local file
+    assert "  - split: train\n    path: data/train-*\n" in card  # the folder's own data/, as load_dataset reads it
     assert ("English parses were translated into `es` by `facebook/m2m100_418M`, the words aligned by eflomal "
             "(grow-diag-final-and) and the slots projected (alignment projection; a discontinuous slot becomes "
             "separate slots of its type).") in card

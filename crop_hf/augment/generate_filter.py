@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from crop_hf.augment.card import augmentation_card
 from crop_hf.augment.inputs import BadParse, iter_parse_inputs, read_parse
@@ -43,10 +43,11 @@ from crop_hf.augment.rows import ParseRow
 from crop_hf.data.fewshot import few_shot_indices
 from crop_hf.engine import processes
 from crop_hf.engine.arguments import TrainingLoopArguments
+from crop_hf.engine.contents import DATA, MODEL
 from crop_hf.engine.jobs import CorpusJob, JobResult, ShardResult, run_job
 from crop_hf.engine.options import RunOptions
-from crop_hf.engine.records import row_descriptions
-from crop_hf.engine.shards import merge_shards, save_dataset_dict, shards_of
+from crop_hf.engine.records import DropTally, row_descriptions
+from crop_hf.engine.shards import merge_shards, save_dataset_dict, save_hub_layout, shards_of
 from crop_hf.engine.training import TrainingTask, start, telling_where_saved, train
 from crop_hf.errors import EmptyInputError, check_model
 from crop_hf.seqlogical import FlatParse, parse, to_flat
@@ -187,6 +188,7 @@ class GenerateFilterConfig(RunOptions):
     """
 
     run_only = ("lang", "cpu", "save_model")
+    local_inputs: ClassVar[Mapping[str, str]] = {"few_shot": DATA, "english": DATA, "model": MODEL}
 
     few_shot: str = field(metadata={
         "help": "Code-switched parses: a TSV or a source spec (hinglish_top?data_dir=DIR reads its code-switched "
@@ -225,20 +227,23 @@ class GenerateFilterConfig(RunOptions):
 
 
 def _read(source: Any, split: str, column: str | None, dropped: list[DiscardedParse], option: str) -> list[FlatParse]:
-    """The flat parses of ``source``; each one that does not read is appended to ``dropped`` (and logged).
+    """The flat parses of ``source``; each one that does not read is appended to ``dropped``, and the
+    source's drops are logged once it is read: one line per reason, with the first parse and why.
 
     A source without any record (blank lines and a header skipped) is an :class:`~crop_hf.errors.EmptyInputError`
     naming ``option`` (``"--english"``) and the source; so is one whose every record is unusable."""
     rows, before = [], len(dropped)
+    where = f"{option} {source}" if isinstance(source, (str, Path)) else f"{option} (the dataset given)"
+    drops = DropTally(where, noun="parse")
     for item in iter_parse_inputs(source, split=split, parse_column=column, option=option):
         try:
             rows.append(read_parse(item))
         except BadParse as error:
             dropped.append(DiscardedParse(generation="", source_parse=item.parse, reason=error.reason,
                                           detail=str(error)))
-            logger.warning("skipped %s", error)
+            drops.add(error.reason, item.where, error)
+    drops.log(logger)
     if not rows:
-        where = f"{option} {source}" if isinstance(source, (str, Path)) else f"{option} (the dataset given)"
         unusable = dict(Counter(row.reason for row in dropped[before:]))
         if unusable:
             raise EmptyInputError(f"{where}: no usable parses in its {split!r} split ({unusable})")
@@ -442,6 +447,7 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse]):
             _dataset(self.plan.dropped, self.dropped_features()),
             merge_shards(finished, False, self.dropped_features()), _dataset(repeated, self.dropped_features())])
         save_dataset_dict(datasets.DatasetDict({"train": kept}), self.output_dir / "dataset")
+        save_hub_layout(datasets.DatasetDict({"train": kept}), self.output_dir)
         save_dataset_dict(datasets.DatasetDict({"train": dropped}), self.output_dir / "discarded")
 
     def counts(self, statistics: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
@@ -466,7 +472,7 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse]):
                          "(`origin`)."),
             languages=[config.lang, "en"], models={"generator": config.model}, counts=record,
             reasons={**COUNTS, **GENERATE_FILTER_REASONS, "kept": "generations kept"},
-            features=row_descriptions(AugmentedParse), command_line=command_line, settings=config.result_arguments(),
+            features=row_descriptions(AugmentedParse), command_line=command_line, settings=config.card_settings(),
             source=config.few_shot)
 
     def after_merge(self) -> None:

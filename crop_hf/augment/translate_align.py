@@ -28,13 +28,14 @@ resumes; several processes (``accelerate launch``) share the shards as in ``crop
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from crop_hf.alignment import EflomalAligner
 from crop_hf.alignment.symmetrize import DEFAULT_SYMMETRIZATION, check_symmetrization
@@ -42,16 +43,23 @@ from crop_hf.augment.card import augmentation_card
 from crop_hf.augment.inputs import BadParse, ParseInput, iter_parse_inputs, read_parse
 from crop_hf.augment.rows import ParseRow
 from crop_hf.engine import processes
+from crop_hf.engine.contents import DATA, MODEL
 from crop_hf.engine.jobs import CorpusJob, JobResult, ShardResult, run_job
 from crop_hf.engine.language import language_filter
 from crop_hf.engine.options import RunOptions
-from crop_hf.engine.records import each_or_none, row_descriptions
+from crop_hf.engine.records import DropTally, each_or_none, row_descriptions
 from crop_hf.engine.shards import shards_of
 from crop_hf.errors import EmptyInputError, check_language_code, check_model
 from crop_hf.labels import Span, spans_to_tags, tags_to_spans
 from crop_hf.projection import tokenize_target
 from crop_hf.projection.loading import load_method_models
-from crop_hf.projection.methods import PROJECTION_METHODS, ProjectionExample, align_missing, resolve_method
+from crop_hf.projection.methods import (
+    PROJECTION_METHODS,
+    ProjectionExample,
+    align_missing,
+    method_help,
+    resolve_method,
+)
 from crop_hf.seqlogical import FlatParse, from_flat, parse, to_flat
 from crop_hf.translation.apertium import check_apertium, describe_translator, is_apertium, not_applicable
 from crop_hf.translation.text_engine import TextEngineTranslationPipeline
@@ -120,10 +128,12 @@ class TranslateAlignConfig(RunOptions):
 
     run_only = ("batch_size",)
     added_later = ("symmetrization",)
+    local_inputs: ClassVar[Mapping[str, str]] = {"input": DATA, "mt_model": MODEL}
 
     input: str = field(metadata={
         "help": "English parses: a TSV file (a bracket-parse column, optional utterance column), or a source spec "
-                "(hinglish_top?data_dir=DIR reads its en_* columns; cstop?data_dir=DIR; top; disk:PATH)."})
+                "(hinglish_top?data_dir=DIR reads its en_* columns; cstop?data_dir=DIR; top; disk:PATH); '#en' after "
+                "a file, a folder or a spec reads the en_parse and en_query columns, as train-parser's sources do."})
     tgt_lang: str = field(metadata={
         "help": "Target language code of the translation model's family (es, hi, ...)."})
     src_lang: str = field(default="en", metadata={"help": "Language of the parses."})
@@ -132,10 +142,12 @@ class TranslateAlignConfig(RunOptions):
                 "engine, from Debian's apertium and its pair packages; alignment methods only)."})
     mt_revision: str | None = field(default=None, metadata={"help": "Revision of mt_model."})
     method: str = field(default="alignment", metadata={
-        "help": "Projection method: alignment (CSTOP's split rule), hybrid (lexical first, alignment for the rest), "
-                "or scored by mt_model itself: insertion (a marker-trained mt_model places each slot's markers in "
-                "its translation; no alignment), rerank, hybrid_rerank (a multilingual mt_model ranks candidate "
-                "spans)."})
+        "help": method_help(
+            "Projection method, one of {methods} (the installed packages' that align or score included): "
+            "alignment (CSTOP's split rule), hybrid (lexical first, alignment for the rest), or scored by mt_model "
+            "itself: insertion (a marker-trained mt_model places each slot's markers in its translation; no "
+            "alignment), rerank, hybrid_rerank (a multilingual mt_model ranks candidate spans).",
+            lambda method: method.uses_alignment or method.uses_scorer)})
     symmetrization: str = field(default=DEFAULT_SYMMETRIZATION, metadata={
         "help": "How eflomal's two directions are joined: grow-diag-final-and (CSTOP's), or grow-diag-final, which "
                 "places more words and projects better onto Hinglish (benchmarks/bench_projection_quality.py); "
@@ -259,8 +271,14 @@ def align_batch(
     config: TranslateAlignConfig,
     models: TranslateAlignModels,
     language_filter: Any = None,
+    drops: DropTally | None = None,
 ) -> ShardResult[AlignedParse, DroppedParse]:
-    """Translate, align and project one batch (a shard): every item kept or dropped with its reason."""
+    """Translate, align and project one batch (a shard): every item kept or dropped with its reason.
+
+    The dropped parses are counted in ``drops`` (a new tally named after the target language when
+    none is given; the job names the shard) and logged once at the end: one line per reason, with
+    the first parse and why, not one per parse.
+    """
     # the run's method, read once with its config; a parse that lost a slot is for keep_incomplete to judge
     method = config.projection.with_options(drop_incomplete=False)
     if method.uses_scorer:
@@ -271,10 +289,14 @@ def align_batch(
     generation = {} if isinstance(models.translator, TextEngineTranslationPipeline) else {
         "num_return_sequences": 1, "num_beams": config.num_beams, "max_new_tokens": config.max_new_tokens}
     translate = partial(models.translator, src_lang=config.src_lang, tgt_lang=config.tgt_lang, **generation)
-    for record, output in zip(alive, each_or_none(translate, [r.utterance for r in alive]), strict=True):
+    refusals: dict[int, Exception] = {}  # what the pipeline said of each record it refused, by index
+    outputs = each_or_none(translate, [r.utterance for r in alive], refusals.__setitem__)
+    for index, (record, output) in enumerate(zip(alive, outputs, strict=True)):
         record.translation = ((output or {}).get("translation") or "").strip()
-        if not record.translation:
-            record.drop("no_translation", "the translator returned nothing" if output else "the translator refused it")
+        if index in refusals:
+            record.drop("no_translation", f"the translator refused it: {refusals[index]}")
+        elif not record.translation:
+            record.drop("no_translation", "the translator returned nothing")
         elif language_filter is not None and not language_filter.accepts(record.translation, config.tgt_lang):
             record.drop("wrong_language", f"identified as {language_filter.identify(record.translation)}")
         else:
@@ -288,10 +310,12 @@ def align_batch(
         if method.uses_alignment and examples:
             align_missing(examples, models.aligner)  # the shard in one eflomal run, even if a pair is refused
         place = partial(method.project, aligner=models.aligner, scorer=models.scorer)
-        results = each_or_none(place, examples)  # a pair the method refuses (a marker in the translation) alone
-        for record, result in zip(alive, results, strict=True):
+        refusals.clear()  # a pair the method refuses (a marker in the translation) is dropped alone
+        results = each_or_none(place, examples, refusals.__setitem__)
+        for index, (record, result) in enumerate(zip(alive, results, strict=True)):
             if result is None:
-                record.drop("slots_lost", "the projection method refused the translation (see the log)")
+                why = f": {refusals[index]}" if index in refusals else ""
+                record.drop("slots_lost", f"the projection method refused the translation{why}")
         alive, results = [r for r in alive if r.alive], [result for result in results if result is not None]
     else:
         results = method.project(examples, aligner=models.aligner) if alive else []
@@ -314,8 +338,10 @@ def align_batch(
         ))
 
     dropped = [record.dropped() for record in records if not record.alive]
+    drops = drops if drops is not None else DropTally(config.tgt_lang, noun="parse")
     for row in dropped:
-        logger.info("dropped (%s) %s", row.reason, row.detail)
+        drops.add(row.reason, row.source, row.detail)
+    drops.log(logger, logging.INFO)
     return ShardResult(kept, dropped)
 
 
@@ -331,7 +357,8 @@ def _round_trip(tokens: Sequence[str], intent: str, slots: Sequence[Span]) -> st
     return text
 
 
-#: what a translate-and-align run gives back (one type for every corpus job); its ``statistics`` split is ``train``
+#: what a translate-and-align run gives back (one type for every corpus job); its ``statistics`` are keyed by the
+#: split the run read (``--split``), though every kept parse is saved in the split ``train``
 TranslateAlignResult = JobResult
 
 
@@ -397,7 +424,8 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse]):
         return shards_of(itertools.islice(items, config.max_examples), config.shard_size)
 
     def process(self, key: str, index: int, items: Sequence[ParseInput], status: Any) -> ShardResult:
-        return align_batch(items, self.config, *self.models)
+        # the drops are said once per reason per shard; each parse is named by where it came from
+        return align_batch(items, self.config, *self.models, drops=DropTally(f"{key} shard {index}", noun="parse"))
 
     def finish_kept(self, dataset: Any) -> Any:
         import datasets
@@ -428,7 +456,7 @@ class TranslateAlignJob(CorpusJob[AlignedParse, DroppedParse]):
                          f"{aligned}{placed}"),
             languages=[config.tgt_lang], models=models,
             counts=statistics["train"], reasons=TRANSLATE_ALIGN_REASONS, features=FEATURES,
-            command_line=command_line, settings=config.result_arguments(),
+            command_line=command_line, settings=config.card_settings(),
             source=config.input if isinstance(config.input, str) else None)
 
 
@@ -438,6 +466,17 @@ def translate_align(config: TranslateAlignConfig, models: TranslateAlignModels |
     ``DatasetDict`` or list of :class:`ParseInput`), resuming finished shards; the main process merges.
 
     Several processes (``accelerate launch``) split the shards: shard ``k`` belongs to process
-    ``k % num_processes`` (:func:`crop_hf.engine.jobs.run_job`).
+    ``k % num_processes`` (:func:`crop_hf.engine.jobs.run_job`). The result's table names the split
+    the run read (``--split validation``: a row ``validation``), where the outputs keep the one
+    split ``train`` that the commands reading them expect.
     """
-    return run_job(TranslateAlignJob(config, models, inputs))
+    result = run_job(TranslateAlignJob(config, models, inputs))
+    read, saved = config.split, TranslateAlignJob.split_name
+    if read == saved:
+        return result
+
+    def relabelled(by_split: Mapping[str, Any]) -> dict[str, Any]:
+        return {read: by_split[saved]} if saved in by_split else {}  # the other processes' stay empty
+
+    return dataclasses.replace(result, statistics=relabelled(result.statistics),
+                               skipped_shards=relabelled(result.skipped_shards))

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from crop_hf.hub import card_template, size_category
+from crop_hf.engine.shards import hub_data_files
+from crop_hf.hub import card_template, size_category, source_dataset_ids
+from crop_hf.projection.methods import PROJECTION_METHODS
 from crop_hf.synthesis.config import SynthesisConfig
 from crop_hf.tables import format_table
 
@@ -22,7 +24,8 @@ def synthesis_card(
     columns: Sequence[str],
     translator: Mapping[str, Any] | None = None,
 ) -> str:
-    """The card of a synthesized corpus: models and revisions, languages, counts per filter, command line, settings.
+    """The card of a synthesized corpus: models and revisions, languages, counts per filter, command line, settings,
+    and the installed package (and version) of a projection method that is not crop-hf's own.
 
     ``config`` is the run's :class:`~crop_hf.synthesis.SynthesisConfig`; ``columns`` the statistics
     columns in table order (:data:`crop_hf.synthesis.rows.STATISTICS_COLUMNS`); ``translator`` what
@@ -39,11 +42,11 @@ def synthesis_card(
         task_categories=["token-classification"],
         task_ids=["named-entity-recognition"],
         size_categories=[size_category(total)],
-        source_datasets=[config.input] if isinstance(config.input, str) else None,
+        source_datasets=source_dataset_ids(config.input),
         tags=["crop-hf", "synthetic", "label-projection"],
-        # The layout DatasetDict.push_to_hub writes: one split per language under data/.
-        configs=[{"config_name": "default",
-                  "data_files": [{"split": lang, "path": f"data/{lang}-*"} for lang in languages]}],
+        # The layout DatasetDict.push_to_hub writes, and the run writes locally: a split per language under
+        # data/ (a language that kept nothing has none: load_dataset cannot open an empty split)
+        configs=hub_data_files([lang for lang in languages if statistics[lang].get("kept", 0)]) or None,
     )
     counts = format_table(["lang", *columns], [[lang, *(stats.get(c, 0) for c in columns)]
                                               for lang, stats in statistics.items()], style="markdown")
@@ -54,6 +57,9 @@ def synthesis_card(
         languages=languages,
         src_lang=config.src_lang,
         method=config.method,
+        method_name=config.projection.name,
+        # a method an installed package added is not crop-hf's: the card names the package and its version
+        method_package=PROJECTION_METHODS.package(config.projection.name),
         placement=config.projection.placement(),
         mt_model=config.mt_model,
         mt_revision=config.mt_revision,
@@ -66,6 +72,6 @@ def synthesis_card(
         label_names=list(label_names),
         command_line=command_line,
         fingerprint=fingerprint,
-        settings=config.result_arguments(),
+        settings=config.card_settings(),
     )
     return str(card)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
+from crop_hf.engine.contents import DATA, MODEL
 from crop_hf.engine.options import RunOptions
 from crop_hf.errors import check_device, check_language_code
-from crop_hf.projection.methods import resolve_method
+from crop_hf.projection.methods import method_help, resolve_method
 from crop_hf.translation.apertium import check_apertium, is_apertium, not_applicable
 
 __all__ = ["EFLOMAL", "SynthesisConfig"]
@@ -33,6 +35,9 @@ class SynthesisConfig(RunOptions):
     """
 
     run_only = ("tgt_langs", "strict_input", "report")
+    added_later = ("encoding",)
+    local_inputs: ClassVar[Mapping[str, str]] = {"input": DATA, "mt_model": MODEL, "ner_model": MODEL,
+                                                  "alignment_model": MODEL}
     renamed: ClassVar[Mapping[str, str]] = {"target_langs": "tgt_langs", "source_lang": "src_lang",
                                             "max_sentences": "max_examples"}
 
@@ -43,6 +48,11 @@ class SynthesisConfig(RunOptions):
                   "(one sentence per line), a folder of '<lang>.txt' files, or a source spec such as "
                   "'xtreme40' or 'xtreme40?data_dir=/data/panx' (a crop-hf builder, config = language) or "
                   "'hub:NAME:{lang}', whose train sentences are used without their labels."},
+    )
+    encoding: str = field(
+        default="utf-8",
+        metadata={"help": "Encoding of --input's text files, e.g. latin-1 for CoNLL-2002's Spanish and Dutch (a line "
+                  "that does not decode is dropped as 'undecodable'; builders and Hub datasets decode their own)."},
     )
     output_dir: str = field(default="crop-hf-synthesis", kw_only=True, metadata={
         "help": "Where shards, the dataset and its card go."})
@@ -58,12 +68,13 @@ class SynthesisConfig(RunOptions):
     ner_revision: str | None = field(default=None, metadata={"help": "Hub revision of the NER model."})
     method: str = field(
         default="lexical",
-        metadata={"help": "Projection method: how labels reach the raw sentence (lexical, as CroP; fuzzy; "
-                          "alignment, CSTOP's translate-and-align; hybrid: lexical matching first, the alignment "
-                          "for the rest; insertion: the marker-trained mt_model itself inserts each entity's "
-                          "markers into the raw sentence, no labeled back-translation; rerank and hybrid_rerank: "
-                          "candidate spans ranked by mt_model; options after '?', e.g. "
-                          "'lexical?ignore_case=true'; see crop_hf.projection.methods)."},
+        metadata={"help": method_help(
+            "Projection method, one of {methods} (the installed packages' included): how labels reach the raw "
+            "sentence (lexical, as CroP; fuzzy; alignment, CSTOP's translate-and-align; hybrid: lexical matching "
+            "first, the alignment for the rest; insertion: the marker-trained mt_model itself inserts each "
+            "entity's markers into the raw sentence, no labeled back-translation; rerank and hybrid_rerank: "
+            "candidate spans ranked by mt_model; options after '?', e.g. 'lexical?ignore_case=true'; see "
+            "crop_hf.projection.methods).")},
     )
     alignment_model: str | None = field(
         default=None,
@@ -118,6 +129,14 @@ class SynthesisConfig(RunOptions):
         check_language_code(self.src_lang, "src_lang")
         if self.src_lang in self.tgt_langs:
             raise ValueError(f"the source language {self.src_lang!r} cannot also be a target language")
+        try:  # a misspelt codec fails now, not at the first line; the resolved name makes the fingerprint
+            if not "a\n".encode(self.encoding).endswith(b"a\n"):  # UTF-16 and -32: not read line by line
+                raise ValueError(f"--encoding {self.encoding}: text files are read line by line, which this "
+                                 "encoding's line ends do not allow: convert the file to utf-8")
+            self.encoding = codecs.lookup(self.encoding).name
+        except LookupError:
+            raise ValueError(f"--encoding {self.encoding!r}: Python knows no such text encoding "
+                             "(e.g. utf-8, latin-1, cp1252)") from None
         self.projection = method = resolve_method(self.method)  # the spec is read here, once per run
         if method.uses_alignment and not self.alignment_model:
             raise ValueError(f"method={self.method!r} needs alignment_model: an encoder such as "

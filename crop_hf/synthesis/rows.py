@@ -13,7 +13,8 @@ of the first filter that failed, and the reason is counted in the run's statisti
 ========================  ===============================================================
 reason                    dropped because
 ========================  ===============================================================
-``undecodable``           the input line is not valid UTF-8 (its file and line are logged;
+``undecodable``           the input line does not decode in ``encoding`` (UTF-8 by default;
+                          each file's count and first line numbers are logged once;
                           ``strict_input`` stops the run instead)
 ``wrong_language_source`` the translation into the source language is identified as another
                           language (langid, restricted to the languages of the run)
@@ -23,8 +24,9 @@ reason                    dropped because
                           translator's style (``__SLOT3__``), so its labels could not be read
                           back unambiguously
 ``pipeline_error``        a pipeline refused the sentence (``ValueError``/``TypeError``, or a
-                          translation longer than the tagger takes; the error is logged); the
-                          rest of its batch goes on
+                          translation longer than the tagger takes); the rest of its batch
+                          goes on. One warning per shard gives the count and the first
+                          sentence with its error
 ``markers_incomplete``    no beam hypothesis kept every boundary marker intact
 ``projection_incomplete`` a translated entity was not found in the raw sentence (with
                           ``alignment``: a source entity reached no word; with a
@@ -48,7 +50,7 @@ __all__ = ["REASONS", "STATISTICS_COLUMNS", "SYNTHESIS_REASONS", "DiscardedSente
 
 #: Why synthesis drops a sentence (the table above), in the order the statistics list them, and what each means.
 REASONS: dict[str, str] = {
-    "undecodable": "the input line is not valid UTF-8",
+    "undecodable": "the input line does not decode in the input's encoding (--encoding, UTF-8 by default)",
     "wrong_language_source": "the translation into the source language is identified as another language",
     "wrong_language_target": "the labeled back-translation is identified as another language",
     "too_long": "the raw sentence has more than max_words words",

@@ -13,6 +13,7 @@ from crop_hf.console import without_subword_heuristic_warning
 from crop_hf.engine import processes
 from crop_hf.engine.jobs import CorpusJob, JobResult, ShardResult, push_output, run_job
 from crop_hf.engine.language import language_filter
+from crop_hf.engine.records import DropTally
 from crop_hf.engine.shards import shards_of
 from crop_hf.errors import EmptyInputError, reaching
 from crop_hf.labels import LabelSet
@@ -110,22 +111,25 @@ class SynthesisJob(CorpusJob[KeptSentence, DiscardedSentence]):
         """Open every language's input and read its first sentence, before any model loads: a missing file
         of the last language, or an empty one, fails now (one line naming ``--input`` and the language)."""
         source = self.inputs if self.inputs is not None else self.config.input
-        for lang in self.config.tgt_langs:
-            if next(iter_raw_sentences(source, lang, limit=1), None) is None:
+        for lang in self.config.tgt_langs:  # a peek: the run's own reading reports the file's undecodable lines
+            if next(iter_raw_sentences(source, lang, limit=1, encoding=self.config.encoding, report=False), None) is None:
                 where = (f" in {str(source).replace('{lang}', lang)}" if isinstance(source, (str, Path))
                          else " in the inputs given")
                 raise EmptyInputError(f"--input: no sentences for {lang!r}{where} (blank lines are skipped)")
 
     def shards(self, lang: str) -> Iterator[tuple[int, list[str]]]:
         source = self.inputs if self.inputs is not None else self.config.input
-        sentences = iter_raw_sentences(source, lang, limit=self.config.max_examples, strict=self.config.strict_input)
+        sentences = iter_raw_sentences(source, lang, limit=self.config.max_examples, strict=self.config.strict_input,
+                                       encoding=self.config.encoding)
         return shards_of(sentences, self.config.shard_size)
 
     def process(self, lang: str, index: int, sentences: Sequence[str], status: Any
                 ) -> ShardResult[KeptSentence, DiscardedSentence]:
         # built on first use (a resumed language never needs langid), once per process
         checks = language_filter(self.config.src_lang, lang) if self.config.language_filter else None
-        return synthesize_shard(sentences, lang, self.config, self.models, checks, on_stage=status)
+        # refusals are said once per reason per shard, the first one named by its index in the language's input
+        drops = DropTally(f"{lang} shard {index}", offset=index * self.config.shard_size, noun="sentence")
+        return synthesize_shard(sentences, lang, self.config, self.models, checks, on_stage=status, drops=drops)
 
     def kept_features(self) -> Any:
         return kept_features(self._label_names())
