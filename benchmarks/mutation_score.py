@@ -123,7 +123,7 @@ MODULES: dict[str, Module] = {
     "synthesis.config": Module("crop_hf/synthesis/config.py"),
     "parsing.substitution": Module("crop_hf/parsing/substitution.py"),
     "parsing.data": Module("crop_hf/parsing/data.py", (
-        "split_side", "_tree_labels", "label_sets", "frame_targets", "frame_from_targets", "row_frames", "dev_split"),
+        "_tree_labels", "label_sets", "frame_targets", "frame_from_targets", "row_frames", "dev_split"),
         "rows, labels, nested targets and the dev split; load_parse_rows reads a source spec, encode_rows is "
         "wiring that the training tests run end to end"),
     "modeling.joint (losses)": Module("crop_hf/modeling/modeling_joint.py", (
@@ -155,6 +155,12 @@ MODULES: dict[str, Module] = {
         "teacher-forced rows, resumed states, rows read from longer ones and logits read in vocabulary slices; "
         "loading, directions and the encoder pass are wiring every scored-projection test runs"),
     "registry": Module("crop_hf/registry.py"),
+    "translation.apertium": Module("crop_hf/translation/apertium.py", ("*",),
+                                   "pairs and packages, the HTML both ways, batches, the pair digest and the checks; "
+                                   "its engine tests need Debian's apertium and apertium-eng-spa (CI installs them)"),
+    "errors": Module("crop_hf/errors.py", ("*",),
+                     "the fail-fast checks (models, offline mode, output paths, devices, language codes) and "
+                     "their one-line messages"),
     "engine.training (publish)": Module("crop_hf/engine/training.py", ("TrainingRun.publish", "write_all_results"),
                                         "what a finished run writes and pushes; the loop itself is every "
                                         "training test's end-to-end run"),
