@@ -45,6 +45,8 @@ COMMANDS: Registry[tuple[str, str]] = Registry("command", {
     "translate-align": ("crop_hf.commands.translate_align", "English bracket parses to target-language parses (CSTOP's translate-and-align)"),
     "evaluate-projection": ("crop_hf.commands.evaluate_projection",
                             "every projection method and aligner scored against a gold-tagged translation"),
+    "evaluate-corpus": ("crop_hf.commands.evaluate_corpus",
+                        "a corpus's labels scored against gold labels of the same sentences, per type and error"),
     "app": ("crop_hf.commands.app", "the demo app in the browser: labeled translation, projection, parsing"),
 })
 

@@ -14,8 +14,8 @@ import pytest
 from synthesis_fakes import FakeTagger, FakeTranslator, fake_config, fake_models
 
 from crop_hf.cli import main
+from crop_hf.metrics.corpus import retokenize_tags
 from crop_hf.report import read_report_data, write_report
-from crop_hf.report.data import retokenize_tags
 from crop_hf.report.plots import PLOTS, funnel_numbers, label_numbers, status_numbers
 from crop_hf.synthesis import SynthesisConfig, synthesize
 
@@ -269,6 +269,15 @@ def test_report_command_takes_the_folder_first_or_as_an_option(output, capsys):
     assert main(["report", "--output_dir", str(output), "--no_update_card"]) == 0
     assert capsys.readouterr().out == first
     assert "5 of 11 sentences kept" in first and "index.html" in first
+
+
+def test_report_command_lists_every_file_it_wrote(output, tmp_path, capsys):
+    folder = tmp_path / "rep"
+    assert main(["report", str(output), "--report_dir", str(folder)]) == 0
+    listed = [line.split(": ", 1) for line in capsys.readouterr().out.splitlines()
+              if line.startswith(("plot: ", "numbers: ", "page: "))]
+    assert sorted(Path(path) for _, path in listed) == sorted(folder.iterdir())  # every file, each once
+    assert ["plot", str(folder / "funnel.png")] in listed and ["numbers", str(folder / "report.json")] in listed
 
 
 def test_push_to_hub_uploads_the_plots_with_the_card(output, monkeypatch):

@@ -14,6 +14,10 @@
   aligner scored against a gold-tagged translation in one table (``crop-hf evaluate-projection``),
   with :func:`~crop_hf.metrics.projection.projection_errors`, the error breakdown.
 
+* :func:`crop_hf.metrics.corpus.evaluate_corpus` — a labeled corpus (a synthesized, self-trained or
+  any NER corpus) scored against gold labels of the same sentences, per type, per drop reason and
+  per error kind, without a model (``crop-hf evaluate-corpus``).
+
 * :func:`crop_hf.metrics.parsing.parse_scores` — semantic parsing as CSTOP scores it: exact match
   of bracket parses, intent accuracy and slot micro-F1, overall, per domain and on nested gold trees.
 

@@ -53,7 +53,7 @@ from typing import Any, Literal
 
 import crop_hf.projection.methods
 from crop_hf.alignment import EflomalAligner
-from crop_hf.labels import tags_to_spans
+from crop_hf.labels import Span, tags_to_spans
 from crop_hf.ner.evaluate import score_tags
 from crop_hf.projection.methods import (
     PROJECTION_METHODS,
@@ -75,6 +75,7 @@ __all__ = [
     "format_projection_table",
     "projection_errors",
     "projection_scores",
+    "span_errors",
 ]
 
 logger = logging.getLogger(__name__)
@@ -85,6 +86,36 @@ logger = logging.getLogger(__name__)
 ERROR_KINDS = ("correct", "type", "boundary", "missed", "spurious")
 
 
+def span_errors(predicted: Sequence[str], gold: Sequence[str]) -> list[tuple[str, Span | None, tuple[Span, ...]]]:
+    """Every span of one sentence by :data:`ERROR_KINDS`: ``(kind, gold span, predicted spans)``.
+
+    Each gold span comes first, in order, with the predicted spans that decide its kind: the one of
+    the same boundaries for ``"correct"`` and ``"type"``, every overlapping one for ``"boundary"``,
+    none for ``"missed"``; then each predicted span that overlaps no gold span, as
+    ``("spurious", None, (span,))``. :func:`projection_errors` counts these; a corpus check
+    (:mod:`crop_hf.metrics.corpus`) also shows them.
+
+    >>> [(kind, gold and gold.label, [p.label for p in found])
+    ...  for kind, gold, found in span_errors(["B-LOC", "I-LOC", "O", "B-PER"], ["B-LOC", "O", "O", "B-ORG"])]
+    [('boundary', 'LOC', ['LOC']), ('type', 'ORG', ['PER'])]
+    """
+    if len(predicted) != len(gold):
+        raise ValueError(f"{len(predicted)} predicted tags but {len(gold)} gold tags")
+    found, expected = tags_to_spans(predicted), tags_to_spans(gold)
+    exact = {(span.start, span.end): span for span in found}
+    out: list[tuple[str, Span | None, tuple[Span, ...]]] = []
+    for span in expected:
+        same = exact.get((span.start, span.end))
+        if same is not None:
+            out.append(("correct" if same.label == span.label else "type", span, (same,)))
+            continue
+        overlapping = tuple(p for p in found if p.start < span.end and span.start < p.end)
+        out.append(("boundary" if overlapping else "missed", span, overlapping))
+    out += [("spurious", None, (p,)) for p in found
+            if not any(p.start < g.end and g.start < p.end for g in expected)]
+    return out
+
+
 def projection_errors(predictions: Sequence[Sequence[str]], references: Sequence[Sequence[str]]) -> dict[str, int]:
     """Count every gold span as correct, wrong type, wrong boundary or missed, and every extra projected span.
 
@@ -92,7 +123,8 @@ def projection_errors(predictions: Sequence[Sequence[str]], references: Sequence
     one has its start and end but another type; ``"boundary"`` when projected spans overlap it but
     none has its boundaries; ``"missed"`` when none overlaps it. A projected span that overlaps no
     gold span is ``"spurious"``. (A projected span with the right boundaries and type is never
-    counted twice; one that overlaps two gold spans makes both ``"boundary"``.)
+    counted twice; one that overlaps two gold spans makes both ``"boundary"``.) Each sentence's
+    spans are read by :func:`span_errors`.
 
     >>> projection_errors([["B-LOC", "I-LOC", "O", "B-PER", "O"]], [["B-LOC", "O", "O", "B-ORG", "B-PER"]])
     {'correct': 0, 'type': 1, 'boundary': 1, 'missed': 1, 'spurious': 0}
@@ -103,19 +135,8 @@ def projection_errors(predictions: Sequence[Sequence[str]], references: Sequence
     for index, (predicted, gold) in enumerate(zip(predictions, references, strict=True)):
         if len(predicted) != len(gold):
             raise ValueError(f"sentence {index}: {len(predicted)} projected tags but {len(gold)} gold tags")
-        projected, expected = tags_to_spans(predicted), tags_to_spans(gold)
-        exact = {(s.start, s.end): s.label for s in projected}
-        for span in expected:
-            label = exact.get((span.start, span.end))
-            if label == span.label:
-                counts["correct"] += 1
-            elif label is not None:
-                counts["type"] += 1
-            elif any(p.start < span.end and span.start < p.end for p in projected):
-                counts["boundary"] += 1
-            else:
-                counts["missed"] += 1
-        counts["spurious"] += sum(not any(p.start < g.end and g.start < p.end for g in expected) for p in projected)
+        for kind, _, _ in span_errors(predicted, gold):
+            counts[kind] += 1
     return counts
 
 

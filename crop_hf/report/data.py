@@ -48,6 +48,7 @@ from crop_hf.data.features import tag_strings
 from crop_hf.data.sources import is_split_by_language, load_spec, split_by_language
 from crop_hf.labels import rename_tag, tags_to_spans
 from crop_hf.metrics import projection_scores
+from crop_hf.metrics.corpus import retokenize_tags, sentence_key
 from crop_hf.projection.methods import placement
 
 logger = logging.getLogger(__name__)
@@ -269,10 +270,6 @@ def _read_dropped(report: LanguageReport, dropped) -> None:
 
 # -- gold labels ------------------------------------------------------------------------------
 
-def _key(text: str) -> str:
-    return " ".join(text.split())
-
-
 def read_gold(spec: str, languages: Sequence[str], *, split: str | None = None,
               label_map: Mapping[str, str] | None = None) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
     """Gold target labels per language: ``{lang: {sentence text: (tokens, IOB2 tags)}}``.
@@ -326,42 +323,12 @@ def read_gold(spec: str, languages: Sequence[str], *, split: str | None = None,
             tag_rows = tag_strings(part)
             for tokens, tags in zip(part["tokens"], tag_rows, strict=True):
                 tags = [rename_tag(tag, label_map or {}) for tag in tags]
-                sentences.setdefault(_key(" ".join(tokens)), (list(tokens), tags))  # first occurrence wins
+                sentences.setdefault(sentence_key(tokens), (list(tokens), tags))  # first occurrence wins
         gold[lang] = sentences
     missing = [lang for lang in languages if lang not in gold]
     if missing:
         logger.warning("no gold labels for %s", ", ".join(missing))
     return gold
-
-
-def retokenize_tags(tokens: Sequence[str], tags: Sequence[str], target_tokens: Sequence[str]) -> list[str] | None:
-    """Move IOB2 ``tags`` of ``tokens`` onto ``target_tokens`` of the same characters, or ``None``.
-
-    Gold corpora tokenize into words where synthesis may use characters (Chinese, Japanese,
-    Thai); both spell the same characters once spaces are removed. An entity covers the target
-    tokens that overlap it.
-
-    >>> retokenize_tags(["北京", "大学"], ["B-ORG", "I-ORG"], ["北", "京", "大", "学"])
-    ['B-ORG', 'I-ORG', 'I-ORG', 'I-ORG']
-    """
-    if "".join(tokens) != "".join(target_tokens):
-        return None
-
-    def offsets(words: Sequence[str]) -> list[tuple[int, int]]:
-        result, position = [], 0
-        for word in words:
-            result.append((position, position + len(word)))
-            position += len(word)
-        return result
-
-    source, target = offsets(tokens), offsets(target_tokens)
-    out = ["O"] * len(target_tokens)
-    for span in tags_to_spans(tags):
-        start, end = source[span.start][0], source[span.end - 1][1]
-        covered = [i for i, (a, b) in enumerate(target) if a < end and b > start]
-        for k, i in enumerate(covered):
-            out[i] = f"{'B' if k == 0 else 'I'}-{span.label}"
-    return out
 
 
 def gold_scores(kept, dropped, gold: Mapping[str, tuple[list[str], list[str]]], tag_column: str | None) -> dict:
@@ -380,7 +347,7 @@ def gold_scores(kept, dropped, gold: Mapping[str, tuple[list[str], list[str]]], 
         names = _tag_names(kept, column)
         for batch in kept.select_columns(["tokens", column]).iter(batch_size=_BATCH):
             for tokens, ids in zip(batch["tokens"], batch[column], strict=True):
-                entry = gold.get(_key(" ".join(tokens)))
+                entry = gold.get(sentence_key(tokens))
                 if entry is None:
                     continue
                 tags = ids if names is None else [names[i] for i in ids]
@@ -393,7 +360,7 @@ def gold_scores(kept, dropped, gold: Mapping[str, tuple[list[str], list[str]]], 
     if dropped is not None and len(dropped):
         text_column = "text" if "text" in dropped.column_names else "tokens"
         for value in dropped[text_column]:
-            entry = gold.get(_key(value if isinstance(value, str) else " ".join(value or [])))
+            entry = gold.get(sentence_key(value or []))
             if entry is not None:
                 predictions.append(None)
                 references.append(entry[1])
