@@ -162,6 +162,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--function_words", default=str(FUNCTION_WORDS),
                         help="lang<TAB>word file of the 'content' phrase selection and held-out set")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--evaluate_untrained", action=argparse.BooleanOptionalAction, default=True,
+                        help="score the untrained model before training (the first recipe's baseline row)")
+    parser.add_argument("--final_kinds", nargs="+", choices=HELDOUT, default=list(HELDOUT),
+                        help="held-out slot kinds the test sets are scored on at the end (news; each costs a "
+                             "translation of every test pair, free and constrained)")
+    parser.add_argument("--final_scores", action=argparse.BooleanOptionalAction, default=True,
+                        help="score the trained models on the other held-out kind and the test sets at the end "
+                             "(--no-final_scores for a probe compared on the dev learning curve alone)")
     parser.add_argument("--marker_init", choices=["pieces", "mean", "resize"], default="pieces",
                         help="markers as SentencePiece pieces of the new tokenizer (default), or left out of it and "
                              "added as special tokens the way a pretrained model gets them, with their embeddings "
@@ -244,6 +252,18 @@ def _relabelled(evaluation, name: str, kind: str) -> dict:
     """``evaluation``'s scores keyed for the final table: ``(name, decoding, "en-de <kind>")``."""
     return {(name, decoding, f"{direction} {kind}"): scores
             for (_, decoding, direction), scores in evaluation.scores.items()}
+
+
+def print_curve(recipe: str, history: list, heldout: str) -> None:
+    """One recipe's learning curve on the dev pairs, one line per evaluation, direction and decoding."""
+    print(f"\n== {recipe}: learning curve (dev, {heldout} held-out slots) ==")
+    print("minutes  step  tokens/s  direction  decoding     completeness  slot_acc  kept   BLEU  chrF")
+    for entry in history:
+        for item in entry.get("scores", []):
+            print(f"{entry['train_minutes']:7.1f} {entry['step']:5d} {entry['target_tokens_per_second']:9.0f}  "
+                  f"{item['direction']:<9}  {item['decoding']:<11}  {item['completeness']:12.3f}  "
+                  f"{item['slot_accuracy']:8.3f}  {item['kept']:5.3f}  {item['bleu']:5.1f} {item['chrf']:5.1f}",
+                  flush=True)
 
 
 def main(argv=None) -> int:
@@ -329,30 +349,29 @@ def main(argv=None) -> int:
             "--compile_loss", str(args.compile_loss),
             "--marker_loss_weight", str(options["marker_loss_weight"]), "--eval_num_beams", str(args.num_beams),
             "--eval_max_new_tokens", str(args.max_new_tokens), "--seed", str(args.seed), "--mixed_precision", args.mixed_precision,
-            "--evaluate_before_training", "true" if k == 0 and not args.init_model else "false", "--no_show_progress"])
+            "--evaluate_before_training", "true" if k == 0 and not args.init_model and args.evaluate_untrained else "false", "--no_show_progress"])
         result = train_translation(model_args, data_args, training_args, train_dataset=recipe_train,
                                    eval_dataset=heldout[args.heldout])
         for (model, decoding, direction), scores in result.evaluation.scores.items():
             name = model if model == "untrained" else recipe
             table.scores[(name, decoding, f"{direction} {args.heldout}")] = scores
         other = next(kind for kind in HELDOUT if kind != args.heldout)
+        summary["recipes"][recipe] = {"history": result.history, "results": {
+            key: value for key, value in result.results.items() if key != "history"}}
+        if not args.final_scores:
+            print_curve(recipe, result.history, args.heldout)
+            continue
         final = _final_scores(work / recipe, heldout[other], args)
         table.scores.update(_relabelled(final, recipe, other))
-        summary["recipes"][recipe] = {"history": result.history, "results": {
-            key: value for key, value in result.results.items() if key != "history"},
-            f"final_{other}_heldout": final.to_dict()}
+        summary["recipes"][recipe][f"final_{other}_heldout"] = final.to_dict()
         for name, sets in finals.items():
             for kind, data in sets.items():
+                if kind not in args.final_kinds:
+                    continue
                 final = _final_scores(work / recipe, data, args)
                 table.scores.update(_relabelled(final, recipe, f"{name} {kind}"))
                 summary["recipes"][recipe][f"final_{name}_{kind}"] = final.to_dict()
-        print(f"\n== {recipe}: learning curve (val en-de, {args.heldout} held-out slots) ==")
-        print("minutes  step  tokens/s  direction  decoding     completeness  slot_acc  kept   BLEU  chrF")
-        for entry in result.history:
-            for item in entry.get("scores", []):
-                print(f"{entry['train_minutes']:7.1f} {entry['step']:5d} {entry['target_tokens_per_second']:9.0f}  "
-                      f"{item['direction']:<9}  {item['decoding']:<11}  {item['completeness']:12.3f}  {item['slot_accuracy']:8.3f}  "
-                      f"{item['kept']:5.3f}  {item['bleu']:5.1f} {item['chrf']:5.1f}", flush=True)
+        print_curve(recipe, result.history, args.heldout)
 
     print("\n== final table: untrained vs each recipe, free vs constrained decoding ==")
     print(format_translation_table(table))
