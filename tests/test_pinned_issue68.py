@@ -241,18 +241,28 @@ def test_mt_revision_reaches_the_translator_of_a_method_that_scores_nothing(tmp_
     """Bug caught: the revision passed to the scorer of model-scored methods only, so ``--method lexical
     --mt_revision X`` translated with the main branch while its card and fingerprint said X."""
     import transformers
+    import transformers.pipelines  # imported first: its first import would set transformers.pipeline back
+
+    from crop_hf.synthesis import SynthesisModels, stages
 
     recorded = _RecordedPipelines()
     monkeypatch.setattr(transformers, "pipeline", recorded)
     mt_model, ner_model = _model_folders(tmp_path)
     if job == "synthesis":
-        from crop_hf.synthesis import SynthesisModels
+        taggers = []  # the NER model loads as the run's own tagger (crop_hf.synthesis.tagging), not a pipeline
 
+        def tagger(name, **options):
+            taggers.append((name, options))
+            return type("Tagger", (), {"model": type("Model", (), {"config": type("Config", (), {
+                "id2label": {0: "O", 1: "B-PER", 2: "I-PER"}})()})()})()
+
+        monkeypatch.setattr(stages.EntityTagger, "from_pretrained", staticmethod(tagger))
         config = fake_config("raw/{lang}.txt", str(tmp_path / "out"), tgt_langs=["de"], mt_model=mt_model,
                              mt_revision="0123abc", ner_model=ner_model, ner_revision="ner-rev", method=method,
                              alignment_model="eflomal")
         SynthesisModels.load(config)
-        assert recorded.revisions() == {"labeled-translation": "0123abc", "token-classification": "ner-rev"}
+        assert recorded.revisions() == {"labeled-translation": "0123abc"}
+        assert [(name, options["revision"]) for name, options in taggers] == [(ner_model, "ner-rev")]
     else:
         from crop_hf.augment.translate_align import TranslateAlignConfig, TranslateAlignModels
 

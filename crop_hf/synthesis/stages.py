@@ -3,8 +3,9 @@
 For each raw target sentence (CroP, Figure 1):
 
 1. translate it into the source language (``labeled-translation`` with no entities);
-2. tag the translation with the source NER model (``token-classification``, first-subword
-   aggregation), giving labeled source entities as character spans;
+2. tag the translation with the source NER model (first-subword aggregation, as the
+   ``token-classification`` pipeline's, computed over whole batches:
+   :class:`~crop_hf.synthesis.tagging.EntityTagger`), giving labeled source entities as character spans;
 3. translate the labeled translation back into the target language with boundary markers,
    trying further beam hypotheses when markers break;
 4. project the translated entities onto the raw sentence (lexical, fuzzy) — or, with
@@ -30,7 +31,7 @@ from typing import Any
 from crop_hf.alignment import EflomalAligner, EmbeddingAligner
 from crop_hf.engine.jobs import ShardResult
 from crop_hf.engine.language import LanguageIdFilter
-from crop_hf.engine.records import each_or_none, entity_spans
+from crop_hf.engine.records import DropTally, each_or_none, entity_spans
 from crop_hf.errors import check_model, reaching
 from crop_hf.labels import LabelSet
 from crop_hf.markers import get_marker_style
@@ -41,6 +42,7 @@ from crop_hf.projection.result import ProjectionResult
 from crop_hf.synthesis.config import EFLOMAL, SynthesisConfig
 from crop_hf.synthesis.inputs import UndecodableLine
 from crop_hf.synthesis.rows import DiscardedSentence, KeptSentence
+from crop_hf.synthesis.tagging import EntityTagger, refuse_overlong, tagger_token_limit
 from crop_hf.translation.apertium import is_apertium
 from crop_hf.translation.text_engine import TextEngineTranslationPipeline
 
@@ -54,8 +56,10 @@ class SynthesisModels:
     """The pipelines one process uses, loaded once per run.
 
     Build it with :meth:`load` from a :class:`~crop_hf.synthesis.config.SynthesisConfig`, or pass
-    already constructed pipelines (``translator``: ``labeled-translation``; ``tagger``:
-    ``token-classification`` with an aggregation strategy; ``aligner``: an
+    already constructed pipelines (``translator``: ``labeled-translation``; ``tagger``: an
+    :class:`~crop_hf.synthesis.tagging.EntityTagger`, or any callable ``tagger(texts, batch_size=...)``
+    returning the entities of each text as a ``token-classification`` pipeline with an aggregation
+    strategy does, the pipeline itself included; ``aligner``: an
     :class:`~crop_hf.alignment.EmbeddingAligner`, or an :class:`~crop_hf.alignment.EflomalAligner`
     when ``alignment_model="eflomal"``, for ``method="alignment"`` or ``"hybrid"``; ``scorer``: a
     :class:`~crop_hf.projection.TranslationScorer` over the translation model, for a model-scored
@@ -77,8 +81,6 @@ class SynthesisModels:
 
     @classmethod
     def load(cls, config: SynthesisConfig, device: Any = None) -> SynthesisModels:
-        from transformers import pipeline  # crop_hf is imported, so labeled-translation is registered
-
         chosen = config.projection
         # every model the run needs exists (a folder, or offline a cached Hub id) before any is loaded
         if not is_apertium(config.mt_model):
@@ -93,8 +95,8 @@ class SynthesisModels:
             device=device, batch_size=config.batch_size, backend=config.backend, compute_type=config.compute_type,
             constrain_markers=config.constrain_markers)
         with reaching(config.ner_model, "NER model (--ner_model)"):
-            tagger = pipeline("token-classification", model=config.ner_model, revision=config.ner_revision,
-                              aggregation_strategy="first", device=device)
+            tagger = EntityTagger.from_pretrained(config.ner_model, revision=config.ner_revision, device=device,
+                                                  batch_size=config.batch_size)
         aligner = None
         if chosen.uses_alignment:
             if config.alignment_model == EFLOMAL:  # the pairs of one shard are aligned together
@@ -125,6 +127,8 @@ class SentenceRecord:
 
     text: str
     lang: str
+    #: its index in the shard (a refusal names it, counted from the shard's first sentence in the input)
+    number: int = 0
     source_translation: str = ""
     #: what the source NER model found in ``source_translation``, as character spans
     source_entities: list[dict] = field(default_factory=list)
@@ -149,6 +153,7 @@ def synthesize_shard(
     models: SynthesisModels,
     language_filter: LanguageIdFilter | None,
     on_stage: Callable[[str], None] | None = None,
+    drops: DropTally | None = None,
 ) -> ShardResult[KeptSentence, DiscardedSentence]:
     """Run every stage on one shard: each sentence comes back kept or dropped with its first reason.
 
@@ -156,10 +161,15 @@ def synthesize_shard(
     provenance; dropped ones carry the sentence, its tokens, the reason and whatever stages
     produced, in the schema :func:`crop_hf.self_training.self_train` reads (``tokens``, ``lang``,
     ``projected_tags``). ``on_stage`` is called with each stage's name as it starts (progress display).
+
+    A sentence a pipeline refuses (``pipeline_error``) is counted in ``drops`` with its error (a
+    new tally named after ``lang`` when none is given; the job names the shard), and the tally is
+    logged once at the end of the shard: one warning per reason, not one per sentence.
     """
     stage = on_stage or (lambda name: None)
+    drops = drops if drops is not None else DropTally(lang, noun="sentence")
     src = config.src_lang
-    records = [SentenceRecord(text, lang) for text in sentences]
+    records = [SentenceRecord(text, lang, number) for number, text in enumerate(sentences)]
     # the run's method, read once with its config; CroP drops incomplete sentences, whatever the spec says
     method = config.projection.with_options(drop_incomplete=True)
     # a model-scored method: its model is checked before any stage (a missing marker token fails here)
@@ -184,7 +194,7 @@ def synthesize_shard(
     generation = {} if engine else {"num_beams": config.num_beams, "max_new_tokens": config.max_new_tokens}
     translate_to_source = partial(models.translator, src_lang=lang, tgt_lang=src,
                                   **({} if engine else {"num_return_sequences": 1}), **generation)
-    for record, output in _apply(translate_to_source, alive, [r.text for r in alive]):
+    for record, output in _apply(translate_to_source, alive, [r.text for r in alive], drops):
         translation = record.source_translation = output["translation"]
         if not translation or (language_filter and not language_filter.accepts(translation, src)):
             record.drop("wrong_language_source")
@@ -193,7 +203,7 @@ def synthesize_shard(
     # 2. tag the translations with the source NER model
     stage("tag")
     tag = partial(_tag, models.tagger, batch_size=config.batch_size)
-    for record, entities in _apply(tag, alive, [r.source_translation for r in alive]):
+    for record, entities in _apply(tag, alive, [r.source_translation for r in alive], drops):
         record.source_entities = entity_spans(record.source_translation, entities)
         if not record.source_entities:
             record.drop("all_o")
@@ -215,7 +225,7 @@ def synthesize_shard(
         translate_back = partial(models.translator, src_lang=src, tgt_lang=lang, **generation,
                                  **({} if engine else {"num_return_sequences": config.num_return_sequences}))
         labeled = [{"text": r.source_translation, "entities": r.source_entities} for r in alive]
-        for record, output in _apply(translate_back, alive, labeled):
+        for record, output in _apply(translate_back, alive, labeled, drops):
             record.labeled_translation = output["marked_translation"]
             record.back_translation = output["translation"]
             record.translated_entities = output["entities"]
@@ -231,7 +241,7 @@ def synthesize_shard(
         if method.uses_alignment:
             align_missing(examples, models.aligner)  # the shard's pairs in one call, even if a sentence is refused
         place = partial(method.project, aligner=models.aligner, scorer=scorer)
-        projected = list(_apply(place, alive, examples))  # a sentence the method refuses is a pipeline_error
+        projected = list(_apply(place, alive, examples, drops))  # a sentence the method refuses: a pipeline_error
     else:
         results = method.project(examples, aligner=models.aligner)
         projected = list(zip(alive, results, strict=True))
@@ -242,24 +252,9 @@ def synthesize_shard(
             record.drop("projection_incomplete")
         elif all(tag == "O" for tag in result.tags):
             record.drop("all_o")
+    drops.log(logger)
     return ShardResult([_kept(r, models.labels) for r in records if r.reason is None],
                        [_dropped(r) for r in records if r.reason is not None])
-
-
-def tagger_token_limit(tagger: Any) -> int | None:
-    """The most tokens ``tagger``'s model takes (``None`` when it does not say).
-
-    RoBERTa-style models (XLM-R) number positions from ``pad_token_id + 1``: XLM-R's 514
-    position embeddings take 512 tokens.
-    """
-    config = getattr(getattr(tagger, "model", None), "config", None)
-    positions = getattr(config, "max_position_embeddings", None)
-    if positions is None:
-        return None
-    if config.model_type in ("roberta", "xlm-roberta", "camembert") and config.pad_token_id is not None:
-        positions -= config.pad_token_id + 1
-    declared = getattr(getattr(tagger, "tokenizer", None), "model_max_length", None)
-    return min(positions, declared) if declared else positions
 
 
 def _tag(tagger: Any, texts: list[str], batch_size: int) -> list:
@@ -267,21 +262,24 @@ def _tag(tagger: Any, texts: list[str], batch_size: int) -> list:
 
     A degenerate translation (an untrained or public model looping) can exceed the tagger's
     positions, which makes the model raise an index error for the whole batch; refused, it is
-    dropped alone as ``pipeline_error``.
+    dropped alone as ``pipeline_error``. An :class:`~crop_hf.synthesis.tagging.EntityTagger`
+    refuses it from its own tokens; any other tagger (a ``token-classification`` pipeline) is
+    checked here first.
     """
-    limit = tagger_token_limit(tagger)
-    if limit is not None:
-        for ids in tagger.tokenizer(texts)["input_ids"]:  # one batched call, not one per text
-            length = len(ids)
-            if length > limit:
-                raise ValueError(f"a translation of {length} tokens is longer than the tagger takes ({limit})")
+    limit = None if isinstance(tagger, EntityTagger) else tagger_token_limit(tagger)
+    if limit is not None:  # one batched call, not one per text
+        refuse_overlong((len(ids) for ids in tagger.tokenizer(texts)["input_ids"]), limit)
     return tagger(texts, batch_size=batch_size)
 
 
-def _apply(call: Callable[[list], list], records: list[SentenceRecord], inputs: list
+def _apply(call: Callable[[list], list], records: list[SentenceRecord], inputs: list, drops: DropTally
            ) -> Iterator[tuple[SentenceRecord, Any]]:
-    """``(record, output)`` for each record the stage handled; the others are dropped as ``pipeline_error``."""
-    for record, output in zip(records, each_or_none(call, inputs), strict=True):
+    """``(record, output)`` for each record the stage handled; the others are dropped as ``pipeline_error``
+    (counted in ``drops`` with the pipeline's error)."""
+    def refused(index: int, error: Exception) -> None:
+        drops.add("pipeline_error", records[index].number, error)
+
+    for record, output in zip(records, each_or_none(call, inputs, refused), strict=True):
         if output is None:
             record.drop("pipeline_error")
         else:
