@@ -122,6 +122,21 @@ def test_lora_trains_adapters_and_saves_a_merged_model(task_model_dir, task_corp
     assert not torch.equal(before["classifier.weight"], after["classifier.weight"])  # the head is trained in full
 
 
+def test_a_saved_model_is_readable_by_others_as_the_umask_says(task_model_dir, task_corpora, tmp_path):  # noqa: F811
+    """transformers' save_pretrained writes model.safetensors 0600; the saved folder honours the umask (issue 68)."""
+    import os
+    import stat
+
+    before = os.umask(0o022)
+    try:
+        train_ner(*learning_arguments(task_model_dir, task_corpora, tmp_path, max_train_steps=1, eval_split="",
+                                      test_split=""))
+    finally:
+        os.umask(before)
+    modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in tmp_path.iterdir() if path.is_file()}
+    assert "model.safetensors" in modes and set(modes.values()) == {0o644}, modes
+
+
 def test_mixed_precision_flag_reaches_the_forward_pass(task_model_dir, task_corpora, tmp_path):  # noqa: F811
     """bf16 autocast on CPU changes the numerics of the very first loss (same weights, same batch)."""
     common = {"max_train_steps": 1, "eval_split": "", "test_split": ""}

@@ -47,7 +47,7 @@ from crop_hf.engine.contents import DATA, MODEL
 from crop_hf.engine.jobs import CorpusJob, JobResult, ShardResult, run_job
 from crop_hf.engine.options import RunOptions
 from crop_hf.engine.records import DropTally, row_descriptions
-from crop_hf.engine.shards import merge_shards, save_dataset_dict, save_hub_layout, shards_of
+from crop_hf.engine.shards import honour_umask, merge_shards, save_dataset_dict, save_hub_layout, shards_of
 from crop_hf.engine.training import TrainingTask, start, telling_where_saved, train
 from crop_hf.errors import EmptyInputError, check_model
 from crop_hf.seqlogical import FlatParse, parse, to_flat
@@ -410,6 +410,7 @@ class GenerateFilterJob(CorpusJob[AugmentedParse, DiscardedParse]):
         if processes.process_state().is_main_process:
             self.model.save_pretrained(self.output_dir / "generator")
             self.tokenizer.save_pretrained(self.output_dir / "generator")
+            honour_umask(self.output_dir / "generator")  # save_pretrained writes the weights 0600
 
     def shards(self, key: str):
         return shards_of(self.plan.sources, self.config.shard_size)

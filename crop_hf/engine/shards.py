@@ -51,6 +51,7 @@ __all__ = [
     "check_output_dir",
     "describe_inputs",
     "fingerprint",
+    "honour_umask",
     "hub_data_files",
     "merge_shards",
     "read_shard_rows",
@@ -122,6 +123,18 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def honour_umask(folder: str | Path) -> None:
+    """Give the files directly in ``folder`` the mode a plain ``open`` would (0644 under umask 0022).
+
+    transformers' ``save_pretrained`` writes ``model.safetensors`` owner-only (0600), through a
+    temporary file of its own; a saved model others cannot read is an output only its owner can use.
+    """
+    mode = 0o666 & ~_umask()
+    for path in Path(folder).iterdir():
+        if path.is_file() and not path.is_symlink() and path.stat().st_mode & 0o777 != mode:
+            path.chmod(mode)
 
 
 def save_dataset_dict(dataset_dict: Any, path: str | Path) -> None:

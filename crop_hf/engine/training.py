@@ -55,6 +55,7 @@ from crop_hf.engine.checkpoints import (
     save_checkpoint,
 )
 from crop_hf.engine.processes import running_alone
+from crop_hf.engine.shards import honour_umask
 from crop_hf.errors import check_output_path
 
 __all__ = ["TrainedModel", "TrainingRun", "TrainingTask", "start", "telling_where_saved", "train", "wrap_lora", "write_all_results"]
@@ -177,6 +178,7 @@ class TrainingRun:
         if accelerator.is_main_process:
             model.save_pretrained(self.output_dir)
             tokenizer.save_pretrained(self.output_dir)
+            honour_umask(self.output_dir)  # save_pretrained writes the weights 0600
         return model
 
     def publish(self, results: Mapping[str, Any] | None, *, card: Callable[[], Any] | None = None,
