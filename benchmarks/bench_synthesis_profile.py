@@ -85,38 +85,42 @@ def build_m2m100_tokenizer(folder: Path, *, marker_pieces: bool = True) -> Path:
     return folder
 
 
-def build_models(folder: Path) -> tuple[Path, Path]:
-    """Real-size random M2M100 (418M) and XLM-R base NER model with working tokenizers."""
+def build_ner_model(ner: Path) -> Path:
+    """A random-weight XLM-R base NER model (CoNLL labels) with a working tokenizer of its full size, in ``ner``."""
     import torch
-    from transformers import (
-        M2M100Config,
-        M2M100ForConditionalGeneration,
-        XLMRobertaConfig,
-        XLMRobertaForTokenClassification,
-        XLMRobertaTokenizer,
-    )
+    from transformers import XLMRobertaConfig, XLMRobertaForTokenClassification, XLMRobertaTokenizer
 
     from crop_hf.demo_models import _pieces, _train_sentencepiece
     from crop_hf.labels import CONLL_LABELS
+
+    if (ner / "model.safetensors").is_file():
+        return ner
+    _, processor = _train_sentencepiece(WORDS * 4 + ["Ich wohne in Göteborg ."], 200)
+    pieces = _pieces(processor)
+    padding = [(f"<unused{i}>", -100.0) for i in range(XLM_ROBERTA_BASE["vocab_size"] - len(pieces) - 5)]
+    specials = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
+    tokenizer = XLMRobertaTokenizer(vocab=[*specials, *pieces, *padding, ("<mask>", 0.0)])
+    assert len(tokenizer) == XLM_ROBERTA_BASE["vocab_size"]
+    tokenizer.save_pretrained(ner)
+    torch.manual_seed(0)
+    names = list(CONLL_LABELS)
+    config = XLMRobertaConfig(**XLM_ROBERTA_BASE, id2label=dict(enumerate(names)),
+                              label2id={n: i for i, n in enumerate(names)})
+    XLMRobertaForTokenClassification(config).save_pretrained(ner)
+    return ner
+
+
+def build_models(folder: Path) -> tuple[Path, Path]:
+    """Real-size random M2M100 (418M) and XLM-R base NER model with working tokenizers."""
+    import torch
+    from transformers import M2M100Config, M2M100ForConditionalGeneration
 
     mt, ner = folder / "m2m100_418M-random", folder / "xlm-roberta-base-ner-random"
     if not (mt / "model.safetensors").is_file():
         build_m2m100_tokenizer(mt)
         torch.manual_seed(0)
         M2M100ForConditionalGeneration(M2M100Config(**M2M100_418M)).save_pretrained(mt)
-    if not (ner / "model.safetensors").is_file():
-        _, processor = _train_sentencepiece(WORDS * 4 + ["Ich wohne in Göteborg ."], 200)
-        pieces = _pieces(processor)
-        padding = [(f"<unused{i}>", -100.0) for i in range(XLM_ROBERTA_BASE["vocab_size"] - len(pieces) - 5)]
-        specials = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
-        tokenizer = XLMRobertaTokenizer(vocab=[*specials, *pieces, *padding, ("<mask>", 0.0)])
-        assert len(tokenizer) == XLM_ROBERTA_BASE["vocab_size"]
-        tokenizer.save_pretrained(ner)
-        torch.manual_seed(0)
-        names = list(CONLL_LABELS)
-        config = XLMRobertaConfig(**XLM_ROBERTA_BASE, id2label=dict(enumerate(names)),
-                                  label2id={n: i for i, n in enumerate(names)})
-        XLMRobertaForTokenClassification(config).save_pretrained(ner)
+    build_ner_model(ner)
     return mt, ner
 
 
