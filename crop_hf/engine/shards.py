@@ -131,8 +131,11 @@ def honour_umask(folder: str | Path) -> None:
     transformers' ``save_pretrained`` writes ``model.safetensors`` owner-only (0600), through a
     temporary file of its own; a saved model others cannot read is an output only its owner can use.
     """
+    folder = Path(folder)
+    if not folder.is_dir():  # a stand-in model that saved nothing: nothing to open up
+        return
     mode = 0o666 & ~_umask()
-    for path in Path(folder).iterdir():
+    for path in folder.iterdir():
         if path.is_file() and not path.is_symlink() and path.stat().st_mode & 0o777 != mode:
             path.chmod(mode)
 
