@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ __all__ = [
     "card_template",
     "corpus_card",
     "crop_hf_cache_dir",
+    "hub_data_files",
     "model_index_results",
     "ner_model_card",
     "parser_model_card",
@@ -280,14 +281,26 @@ def _describe_features(features) -> list[str]:
     return lines
 
 
+def hub_data_files(splits: Iterable[str], folder: str = "data", config_name: str = "default") -> list[dict[str, Any]]:
+    """A card's ``configs`` for Parquet files laid out as ``push_to_hub`` lays them: ``<folder>/<split>-*``.
+
+    One config (``config_name``) with a split per name; no split, no config (``[]``): a card must
+    not name files that are not there.
+
+    >>> hub_data_files(["es"])
+    [{'config_name': 'default', 'data_files': [{'split': 'es', 'path': 'data/es-*'}]}]
+    >>> hub_data_files([])
+    []
+    """
+    data_files = [{"split": split, "path": f"{folder}/{split}-*"} for split in splits]
+    return [{"config_name": config_name, "data_files": data_files}] if data_files else []
+
+
 def corpus_card(name: str, built: Mapping[str, Any], pretty_name: str | None = None, license: str | None = None):
     """The card of a corpus built by a crop-hf builder (``dataset_scripts/``): YAML lists the configs, text from the data."""
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    configs = [
-        {"config_name": config, "data_files": [{"split": split, "path": f"{config}/{split}-*"} for split in dsd]}
-        for config, dsd in built.items()
-    ]
+    configs = [entry for config, dsd in built.items() for entry in hub_data_files(dsd, folder=config, config_name=config)]
     first = next(iter(built.values()))
     info = next(iter(first.values())).info
     data = DatasetCardData(pretty_name=pretty_name or name, license=license, configs=configs)

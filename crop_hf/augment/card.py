@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from crop_hf.engine.shards import hub_data_files
-from crop_hf.hub import card_template, size_category, source_dataset_ids
+from crop_hf.hub import card_template, hub_data_files, size_category, source_dataset_ids
 from crop_hf.tables import format_table
 
 __all__ = ["augmentation_card"]

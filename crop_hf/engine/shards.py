@@ -52,7 +52,6 @@ __all__ = [
     "describe_inputs",
     "fingerprint",
     "honour_umask",
-    "hub_data_files",
     "merge_shards",
     "read_shard_rows",
     "save_dataset_dict",
@@ -162,20 +161,10 @@ def save_dataset_dict(dataset_dict: Any, path: str | Path) -> None:
 MAX_SHARD_BYTES = 500 << 20
 
 
-def hub_data_files(splits: Iterable[str], folder: str = "data") -> list[dict[str, Any]]:
-    """The card's ``configs`` for :func:`save_hub_layout`'s files: one ``default`` config, a split per name.
-
-    >>> hub_data_files(["es"])
-    [{'config_name': 'default', 'data_files': [{'split': 'es', 'path': 'data/es-*'}]}]
-    """
-    return [{"config_name": "default",
-             "data_files": [{"split": split, "path": f"{folder}/{split}-*"} for split in splits]}]
-
-
 def save_hub_layout(dataset_dict: Any, output_dir: str | Path, max_shard_bytes: int = MAX_SHARD_BYTES) -> None:
     """Write ``dataset_dict`` as the Hub holds a pushed dataset: ``data/<split>-<i>-of-<n>.parquet``.
 
-    With a card whose ``configs`` name these files (:func:`hub_data_files`), ``datasets.load_dataset(output_dir)``
+    With a card whose ``configs`` name these files (:func:`crop_hf.hub.hub_data_files`), ``datasets.load_dataset(output_dir)``
     opens the folder locally with the splits and features (kept in the Parquet metadata) that the
     pushed repository has. The folder is written under a temporary name and renamed, so a reader
     sees the old files or the whole new set. A split with no rows is left out (``load_dataset``
